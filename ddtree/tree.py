@@ -1,0 +1,190 @@
+"""Draft trees: DDTree's best-first choice of the `budget` best prefix-closed paths from one drafter pass.
+
+From per-depth draft distributions q_1..q_D the score of a path (t_1..t_d) is sum_i log q_i(t_i). The best
+`budget` prefix-closed paths are found with a heap over the top-K tokens of each depth (K = min(budget, vocab)):
+pop the best candidate, make it a node, push its next sibling (same parent, rank + 1) and its first child
+(depth + 1, rank 0). Nodes come out in pop order, so parents precede children.
+
+Tie-breaking (deterministic):
+- within a depth, tokens are ranked by draft log-prob, highest first, equal log-probs by lower token id;
+- between heap candidates of equal score: lower depth first, then lower parent node index, then lower rank.
+Candidates whose score is -inf (zero draft probability) are never selected, so a budget larger than the number of
+paths the drafter allows is capped, not an error.
+
+Tree tensors always live on the CPU: they are small and mostly walked by Python code.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ddtree._checks import check_int, check_logits, check_temperature
+
+_FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
+
+
+@dataclass(frozen=True, eq=False)
+class DraftTree:
+    tokens: torch.Tensor  # [n] long; tokens[0] is the root (the previous bonus token), -1 until set
+    parents: torch.Tensor  # [n] long; parents[0] = -1, parents[i] < i
+    depths: torch.Tensor  # [n] long; root 0
+    ranks: torch.Tensor  # [n] long; top-K rank of the token at its depth, root -1
+    node_logws: torch.Tensor  # [n] float64; sum of draft log-probs along the path, root 0.0
+
+    @property
+    def n_nodes(self) -> int:
+        return self.tokens.shape[0]
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depths.max())
+
+    def children(self, i: int) -> list[int]:
+        """Children of node i in sibling order (= node index order = draft rank order)."""
+        return (self.parents == i).nonzero().flatten().tolist()
+
+    def path(self, i: int) -> list[int]:
+        """Node indices from the root to node i, both included."""
+        if not 0 <= i < self.n_nodes:
+            raise ValueError(f"node index must be in [0, {self.n_nodes}), got {i}")
+        parents = self.parents.tolist()
+        out = [i]
+        while parents[out[-1]] >= 0:
+            out.append(parents[out[-1]])
+        return out[::-1]
+
+    def with_root_token(self, token: int) -> DraftTree:
+        """A copy whose root carries `token` (the bonus token committed by the previous round)."""
+        tokens = self.tokens.clone()
+        tokens[0] = check_int("token", token)
+        return DraftTree(tokens, self.parents, self.depths, self.ranks, self.node_logws)
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict of plain lists."""
+        return {name: getattr(self, name).tolist() for name in _FIELDS}
+
+    @staticmethod
+    def from_dict(d: dict) -> DraftTree:
+        """Inverse of to_dict; checks that the lists describe a valid tree."""
+        if not isinstance(d, dict) or set(d) != set(_FIELDS):
+            got = sorted(d) if isinstance(d, dict) else type(d).__name__
+            raise ValueError(f"tree dict must have exactly the keys {list(_FIELDS)}, got {got}")
+        for name in _FIELDS:
+            v = d[name]
+            ok_item = (lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)) if name == "node_logws" else (
+                lambda x: isinstance(x, int) and not isinstance(x, bool))
+            if not isinstance(v, list) or not all(ok_item(x) for x in v):
+                raise ValueError(f"tree dict field {name!r} must be a list of {'numbers' if name == 'node_logws' else 'ints'}")
+        n = len(d["tokens"])
+        if n == 0 or any(len(d[name]) != n for name in _FIELDS):
+            raise ValueError(f"tree dict fields must be non-empty lists of one length, got lengths "
+                             f"{ {name: len(d[name]) for name in _FIELDS} }")
+        parents, depths = d["parents"], d["depths"]
+        if parents[0] != -1 or depths[0] != 0:
+            raise ValueError("tree dict: node 0 must be the root (parents[0] == -1, depths[0] == 0)")
+        for i in range(1, n):
+            if not 0 <= parents[i] < i:
+                raise ValueError(f"tree dict: parents[{i}] = {parents[i]} must be in [0, {i}) (parents precede children)")
+            if depths[i] != depths[parents[i]] + 1:
+                raise ValueError(f"tree dict: depths[{i}] = {depths[i]} must be its parent's depth + 1")
+            if d["tokens"][i] < 0:
+                raise ValueError(f"tree dict: tokens[{i}] = {d['tokens'][i]} must be a token id >= 0")
+        if not all(math.isfinite(x) for x in d["node_logws"]):
+            raise ValueError("tree dict field 'node_logws' must be finite")
+        return DraftTree(
+            tokens=torch.tensor(d["tokens"], dtype=torch.long),
+            parents=torch.tensor(parents, dtype=torch.long),
+            depths=torch.tensor(depths, dtype=torch.long),
+            ranks=torch.tensor(d["ranks"], dtype=torch.long),
+            node_logws=torch.tensor(d["node_logws"], dtype=torch.float64),
+        )
+
+
+def build_tree(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> DraftTree:
+    """Select up to `budget` non-root nodes from `draft_logits  # [depth, vocab]` (positions 1..depth after the root)."""
+    check_logits("draft_logits", draft_logits, shape="[depth, vocab]")
+    return _select(_draft_logprobs(draft_logits, draft_temperature), check_int("budget", budget))
+
+
+def build_trees(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> list[DraftTree]:
+    """build_tree for every request of `draft_logits  # [batch, depth, vocab]`."""
+    check_logits("draft_logits", draft_logits, shape="[batch, depth, vocab]")
+    budget = check_int("budget", budget)
+    return [_select(logq, budget) for logq in _draft_logprobs(draft_logits, draft_temperature)]
+
+
+def _draft_logprobs(draft_logits: torch.Tensor, draft_temperature: float) -> torch.Tensor:
+    draft_temperature = check_temperature("draft_temperature", draft_temperature, allow_zero=False)
+    return torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1)
+
+
+def _select(logq: torch.Tensor, budget: int) -> DraftTree:
+    """Best-first heap over the top-K tokens of each depth; `logq  # [depth, vocab]` draft log-probs."""
+    depth, vocab = logq.shape
+    k = min(budget, vocab)
+    tokens, parents, depths, ranks, logws = [-1], [-1], [0], [-1], [0.0]
+    if k > 0 and depth > 0:
+        top_logq, top_tokens = _ranked_top_k(logq, k)
+        top_logq = top_logq.double().cpu().tolist()  # [depth][k]
+        top_tokens = top_tokens.cpu().tolist()
+        # heap item: (-score, depth, parent node, rank, parent score); the first four are unique, so it never
+        # compares the last one.
+        heap = [(-top_logq[0][0], 1, 0, 0, 0.0)]
+        while heap and len(tokens) <= budget:
+            neg_score, d, parent, r, parent_score = heapq.heappop(heap)
+            if neg_score == math.inf:
+                break  # only zero-probability candidates remain
+            node = len(tokens)
+            tokens.append(top_tokens[d - 1][r])
+            parents.append(parent)
+            depths.append(d)
+            ranks.append(r)
+            logws.append(-neg_score)
+            if r + 1 < k:
+                heapq.heappush(heap, (-(parent_score + top_logq[d - 1][r + 1]), d, parent, r + 1, parent_score))
+            if d < depth:
+                heapq.heappush(heap, (neg_score - top_logq[d][0], d + 1, node, 0, -neg_score))
+    return DraftTree(
+        tokens=torch.tensor(tokens, dtype=torch.long),
+        parents=torch.tensor(parents, dtype=torch.long),
+        depths=torch.tensor(depths, dtype=torch.long),
+        ranks=torch.tensor(ranks, dtype=torch.long),
+        node_logws=torch.tensor(logws, dtype=torch.float64),
+    )
+
+
+def _ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k best tokens per depth, best first, equal log-probs by lower token id: `([depth, k], [depth, k])`."""
+    values, tokens = torch.topk(logq, k, dim=-1)
+    kth = values[:, -1:]
+    if ((logq == kth).sum(-1) > (values == kth).sum(-1)).any():
+        # a tie straddles the cut and topk may have kept any of the tied ids: a stable full sort keeps the lowest
+        values, tokens = torch.sort(logq, dim=-1, descending=True, stable=True)
+        return values[:, :k], tokens[:, :k]
+    tokens = tokens.sort(dim=-1).values  # the selected set is unique; order it by id, then stably by value
+    values, order = logq.gather(-1, tokens).sort(dim=-1, descending=True, stable=True)
+    return values, tokens.gather(-1, order)
+
+
+def visibility(tree: DraftTree) -> torch.Tensor:
+    """`vis  # [n, n]` bool: vis[i, j] is True when node j is an ancestor of node i or i itself."""
+    n = tree.n_nodes
+    vis = torch.zeros(n, n, dtype=torch.bool)
+    rows = torch.arange(n)
+    cur = rows.clone()
+    parents = tree.parents
+    for _ in range(tree.max_depth + 1):  # walk every node up one level at a time
+        live = cur >= 0
+        vis[rows[live], cur[live]] = True
+        cur = torch.where(live, parents[cur.clamp_min(0)], cur)
+    return vis
+
+
+def tree_attention_mask(tree: DraftTree, prefix_len: int) -> torch.Tensor:
+    """`mask  # [n, prefix_len + n]` bool: every node sees the whole committed prefix and its ancestors-or-self."""
+    prefix_len = check_int("prefix_len", prefix_len)
+    vis = visibility(tree)
+    return torch.cat([torch.ones(tree.n_nodes, prefix_len, dtype=torch.bool), vis], dim=1)

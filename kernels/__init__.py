@@ -1,0 +1,1 @@
+"""Triton kernels (issue 5): each kernel lives beside the torch reference it is tested against."""

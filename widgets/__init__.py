@@ -1,0 +1,1 @@
+"""Notebook views (ipywidgets, plotly, graphviz) that consume plain round records."""
