@@ -116,6 +116,27 @@ def build_trees(draft_logits: torch.Tensor, budget: int, *, draft_temperature: f
     return [_select(logq, budget) for logq in _draft_logprobs(draft_logits, draft_temperature)]
 
 
+def root_tree(token: int) -> DraftTree:
+    """The tree of an autoregressive step: the root alone."""
+    return DraftTree(tokens=torch.tensor([check_int("token", token)]), parents=torch.tensor([-1]),
+                     depths=torch.tensor([0]), ranks=torch.tensor([-1]),
+                     node_logws=torch.zeros(1, dtype=torch.float64))
+
+
+def chain_tree(draft_logits: torch.Tensor, *, draft_temperature: float = 1.0) -> DraftTree:
+    """Vanilla DFlash's single path: the best token at every depth (ties by lower token id), as a chain tree."""
+    check_logits("draft_logits", draft_logits, shape="[depth, vocab]")
+    top_logq, top_tokens = _ranked_top_k(_draft_logprobs(draft_logits, draft_temperature), 1)
+    depth = top_tokens.shape[0]
+    return DraftTree(
+        tokens=torch.cat([torch.tensor([-1]), top_tokens[:, 0].cpu()]),
+        parents=torch.arange(-1, depth),
+        depths=torch.arange(depth + 1),
+        ranks=torch.cat([torch.tensor([-1]), torch.zeros(depth, dtype=torch.long)]),
+        node_logws=torch.cat([torch.zeros(1, dtype=torch.float64), top_logq[:, 0].double().cpu().cumsum(0)]),
+    )
+
+
 def _draft_logprobs(draft_logits: torch.Tensor, draft_temperature: float) -> torch.Tensor:
     draft_temperature = check_temperature("draft_temperature", draft_temperature, allow_zero=False)
     return torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1)

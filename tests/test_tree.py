@@ -194,3 +194,14 @@ def test_top_k_ranking_equals_stable_sort_even_with_ties(seed, vocab, k, levels)
 def test_ties_inside_the_selection_rank_lower_ids_first():
     tree = build_tree(torch.tensor([[0.0, 5.0, 1.0, 5.0]]), 2)
     assert tree.tokens.tolist() == [-1, 1, 3]
+
+
+def test_chain_tree_is_the_argmax_path():
+    from ddtree import chain_tree
+    logits = torch.randn(5, 9, generator=torch.Generator().manual_seed(4))
+    chain = chain_tree(logits)
+    logq = torch.log_softmax(logits, -1)
+    assert chain.tokens[1:].tolist() == logits.argmax(-1).tolist()
+    assert chain.parents.tolist() == [-1, 0, 1, 2, 3, 4] and chain.depths.tolist() == list(range(6))
+    assert chain.node_logws[1:].tolist() == pytest.approx(logq.max(-1).values.double().cumsum(0).tolist())
+    assert build_tree(logits, 5).n_nodes == chain.n_nodes  # same size, usually a different shape
