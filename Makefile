@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lab sysdeps clean
+.PHONY: test demo bench lab sysdeps sglang clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -23,7 +23,17 @@ sysdeps:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; \
 	else echo "note: install graphviz and chromium (Debian packages) for the graph views and browser tests"; fi
 
-test: $(STAMP) sysdeps
+# SGLang's own Triton extend-attention kernel (ddtree.sglang): the wheel without its (GPU-only, enormous)
+# dependencies, plus only what importing the kernel module needs.
+SGLANG_KERNEL_NEEDS := orjson psutil pybase64 requests packaging pillow starlette msgspec pydantic pyzmq tqdm ipython aiohttp
+$(VENV)/.sglang: $(STAMP)
+	$(PY) -m pip install -q $(SGLANG_KERNEL_NEEDS)
+	$(PY) -m pip install -q --no-deps "sglang==0.5.23"
+	touch $@
+
+sglang: $(VENV)/.sglang
+
+test: $(STAMP) $(VENV)/.sglang sysdeps
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: $(STAMP)
