@@ -1,0 +1,159 @@
+"""A minimal decoder forward for Llama- and Qwen3-family targets that reuses a loaded Hugging Face model's weights,
+keeps a static KV cache for a batch of requests and verifies ragged padded tree batches.
+
+Cache layout (the one ddtree.kernels.tree_attention reads): per layer `k, v  # [B, Hkv, max_len, D]`; request b's
+committed prefix is [0, seq_lens[b]); a forward over Q rows writes row i's K/V at seq_lens[b] + i, and `commit`
+moves the accepted rows to be contiguous after the prefix (ddtree.kernels.kv_compact on CUDA, torch elsewhere).
+
+Every forward is a tree forward: `parents  # [B, Q]` (-1 for roots and padding rows) says which rows each row sees
+(its ancestors-or-self, plus the whole prefix). A prompt prefill is the chain tree parents[i] = i - 1.
+Attention: the Triton tree kernel on CUDA (attention="triton"), a dense-mask SDPA elsewhere (attention="torch").
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ddtree._checks import check_int
+
+ATTENTION = ("auto", "triton", "torch")
+
+
+class NativeDecoder:
+    def __init__(self, hf_model, *, batch_size: int, max_len: int, layer_ids=(), attention: str = "auto"):
+        config = hf_model.config.get_text_config()
+        if getattr(config, "model_type", "") not in ("llama", "qwen3", "qwen2", "mistral") \
+                or "sliding_attention" in (getattr(config, "layer_types", None) or ()):
+            raise ValueError(f"the native engine supports Llama/Qwen-family targets without sliding windows, "
+                             f"got model_type {getattr(config, 'model_type', '?')!r}")
+        if attention not in ATTENTION:
+            raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.max_len = check_int("max_len", max_len, minimum=1)
+        self.model = hf_model.model
+        self.lm_head = hf_model.lm_head
+        self.layer_ids = [check_int("layer_ids entry", i) for i in layer_ids]
+        if any(i >= config.num_hidden_layers for i in self.layer_ids):
+            raise ValueError(f"layer_ids must be in [0, {config.num_hidden_layers}), got {self.layer_ids}")
+        weight = self.lm_head.weight
+        self.device, self.dtype = weight.device, weight.dtype
+        if attention == "auto":
+            attention = "triton" if self.device.type == "cuda" else "torch"
+        self.attention = attention
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
+        shape = (self.batch_size, self.kv_heads, self.max_len, self.head_dim)
+        self.k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
+        self.v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
+        self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
+
+    @torch.no_grad()
+    def forward(self, input_ids, positions, parents, request: int | None = None):
+        """One forward over Q rows of every request (or of slot `request` alone, e.g. a prefill); the caller keeps
+        seq_lens + Q <= max_len.
+
+        input_ids, positions, parents  # [b, Q] -> (logits  # [b, Q, vocab] float32,
+        features  # [b, Q, len(layer_ids) * hidden], decoder-layer outputs as in ddtree.models.target_forward).
+        """
+        rows = input_ids.shape[1]
+        slots = slice(None) if request is None else slice(request, request + 1)
+        seq_lens = self.seq_lens[slots]  # [b]
+        write_at = seq_lens[:, None] + torch.arange(rows, device=self.device)  # [b, Q]
+        hidden = self.model.embed_tokens(input_ids)  # [b, Q, H]
+        cos, sin = self.model.rotary_emb(hidden, positions)  # [b, Q, D]
+        visible = self._visibility(parents, seq_lens)
+        outputs = {}
+        for i, layer in enumerate(self.model.layers):
+            hidden = hidden + self._attention(layer, self.k[i][slots], self.v[i][slots], layer.input_layernorm(hidden),
+                                              cos, sin, write_at, seq_lens, visible)
+            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+            outputs[i] = hidden
+        out = self.model.norm(hidden)
+        outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
+        feats = [outputs[i] for i in self.layer_ids]
+        feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
+        return self.lm_head(out).float(), feats
+
+    def _visibility(self, parents, seq_lens):
+        """What the attention backend needs: ancestor bitmask (triton) or a dense [b, 1, Q, L] mask (torch)."""
+        if self.attention == "triton":
+            from ddtree.kernels.tree_attention import ancestor_bitmask
+            return ancestor_bitmask(parents)
+        rows = parents.shape[1]
+        tree = _ancestors(parents)  # [b, Q, Q]
+        length = int(seq_lens.max()) + rows
+        cols = torch.arange(length, device=self.device)
+        mask = (cols[None, None, :] < seq_lens[:, None, None]).expand(-1, rows, -1).clone()  # prefix
+        idx = (seq_lens[:, None] + torch.arange(rows, device=self.device))[:, None, :].expand(-1, rows, -1)
+        mask.scatter_(2, idx, tree)
+        return mask[:, None]  # [b, 1, Q, L]
+
+    def _attention(self, layer, k_cache, v_cache, x, cos, sin, write_at, seq_lens, visible):
+        """k_cache, v_cache  # [b, Hkv, max_len, D] views of this layer's cache for the requests in the forward."""
+        attn = layer.self_attn
+        b, rows, _ = x.shape
+        q = attn.q_proj(x).view(b, rows, self.heads, self.head_dim)
+        k = attn.k_proj(x).view(b, rows, self.kv_heads, self.head_dim)
+        v = attn.v_proj(x).view(b, rows, self.kv_heads, self.head_dim)
+        if hasattr(attn, "q_norm"):  # Qwen3
+            q, k = attn.q_norm(q), attn.k_norm(k)
+        q, k = _rope(q, cos, sin), _rope(k, cos, sin)
+        batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
+        k_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = k  # k_cache[b, :, write_at[b, i], :] = k[b, i]
+        v_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = v
+        if self.attention == "triton":
+            from ddtree.kernels.tree_attention import tree_attention
+            out = tree_attention(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
+        else:
+            length = visible.shape[-1]
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k_cache[:, :, :length], v_cache[:, :, :length],
+                                                 attn_mask=visible, enable_gqa=True).transpose(1, 2)
+        return attn.o_proj(out.reshape(b, rows, self.heads * self.head_dim))
+
+    def commit(self, accepted, accept_len, request: int | None = None) -> None:
+        """Keep only the accepted rows of the last forward: `accepted  # [b, Q]` node indices, root first
+        (-1 padding), `accept_len  # [b]`; the committed lengths grow by accept_len."""
+        slots = slice(None) if request is None else slice(request, request + 1)
+        accepted, accept_len = accepted.to(self.device), accept_len.to(self.device)
+        seq_lens = self.seq_lens[slots]
+        if self.device.type == "cuda":
+            from ddtree.kernels.kv_compact import compact_kv_cache
+            self.seq_lens[slots] = compact_kv_cache([c[slots] for c in self.k + self.v], seq_lens, accepted,
+                                                    accept_len)
+            return
+        b, rows = accepted.shape
+        src = seq_lens[:, None] + accepted.clamp_min(0)  # [b, Q] cache slot of each accepted node
+        dst = seq_lens[:, None] + torch.arange(rows, device=self.device)
+        keep = torch.arange(rows, device=self.device)[None, :] < accept_len[:, None]
+        batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
+        for cache in self.k + self.v:
+            view = cache[slots].permute(0, 2, 1, 3)  # [b, L, Hkv, D]
+            moved = view[batch_idx, src]  # gathered (a copy) before any write
+            view[batch_idx[keep], dst[keep]] = moved[keep]
+        self.seq_lens[slots] = seq_lens + accept_len
+
+    def reset(self, request: int) -> None:
+        """Free slot `request` (its entries are simply overwritten by the next prefill)."""
+        self.seq_lens[check_int("request", request)] = 0
+
+
+def _ancestors(parents: torch.Tensor) -> torch.Tensor:
+    """`visible  # [b, Q, Q]` bool: ancestor-or-self from `parents  # [b, Q]`, by pointer jumping on the device."""
+    b, rows = parents.shape
+    idx = torch.arange(rows, device=parents.device)
+    visible = (idx[:, None] == idx[None, :]).expand(b, -1, -1).clone()
+    jump = parents.clone()
+    for _ in range(max(rows - 1, 1).bit_length()):
+        has = jump >= 0
+        up = visible.gather(1, jump.clamp_min(0)[..., None].expand(-1, -1, rows))
+        visible |= up & has[..., None]
+        jump = torch.where(has, jump.gather(1, jump.clamp_min(0)), -1)
+    return visible
+
+
+def _rope(x, cos, sin):
+    """HF's rotate-half RoPE: x  # [b, Q, heads, D], cos/sin  # [b, Q, D]."""
+    cos, sin = cos[:, :, None].to(x.dtype), sin[:, :, None].to(x.dtype)
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin

@@ -1,0 +1,105 @@
+"""The native engine (static cache, padded tree batches) against the Hugging Face reference path."""
+import pytest
+import torch
+
+import ddtree
+from ddtree import Session
+from ddtree.engine import BatchSession, NativeDecoder
+from ddtree.models import TargetCache, target_forward, tiny_random_pair
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_random_pair(1)
+
+
+def test_tree_forward_and_commit_match_the_reference(pair):
+    prompt = list(range(20, 33))
+    dec = NativeDecoder(pair.target, batch_size=2, max_len=64, layer_ids=pair.target_layer_ids)
+    n = len(prompt)
+    pos = torch.arange(n)
+    dec.forward(torch.tensor([prompt[:5]]), pos[None, :5], (pos[:5] - 1)[None], request=0)
+    dec.commit(pos[None, :5], torch.tensor([5]), request=0)
+    dec.forward(torch.tensor([prompt]), pos[None], (pos - 1)[None], request=1)
+    dec.commit(pos[None], torch.tensor([n]), request=1)
+    ref_cache = TargetCache()
+    target_forward(pair.target, prompt, pos, None, ref_cache, [])
+    tree = ddtree.build_tree(torch.randn(5, pair.vocab_size, generator=torch.Generator().manual_seed(0)), 9)
+    tree = tree.with_root_token(7)
+    q = 12  # padded rows
+    parents = torch.full((2, q), -1)
+    parents[1, :tree.n_nodes] = tree.parents
+    ids = torch.full((2, q), 7)
+    ids[1, :tree.n_nodes] = tree.tokens
+    positions = torch.full((2, q), n)
+    positions[1, :tree.n_nodes] = n + tree.depths
+    positions[0] = 5
+    logits, feats = dec.forward(ids, positions, parents)
+    mask = ddtree.tree_attention_mask(tree, n)
+    want, want_feats = target_forward(pair.target, tree.tokens, n + tree.depths, mask, ref_cache,
+                                      pair.target_layer_ids)
+    torch.testing.assert_close(logits[1, :tree.n_nodes], want, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(feats[1, :tree.n_nodes], want_feats, atol=1e-4, rtol=1e-4)
+    accepted = tree.path(tree.n_nodes - 1)
+    acc = torch.full((2, q), -1)
+    acc[0, 0] = 0
+    acc[1, :len(accepted)] = torch.tensor(accepted)
+    dec.commit(acc, torch.tensor([1, len(accepted)]))
+    assert dec.seq_lens.tolist() == [6, n + len(accepted)]
+    ref_cache.compact(n, accepted)
+    for i, layer in enumerate(ref_cache.hf.layers):
+        torch.testing.assert_close(dec.k[i][1, :, :n + len(accepted)], layer.keys[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(dec.v[i][1, :, :n + len(accepted)], layer.values[0], atol=1e-5, rtol=1e-5)
+
+
+PROMPTS = ["first prompt", "a second, longer prompt here", "3"]
+
+
+@pytest.mark.parametrize("method, budget", [("ddtree", 6), ("dflash", 0), ("ar", 0)])
+def test_batch_matches_reference_sessions(pair, method, budget):
+    batch = Session(pair, PROMPTS, method=method, budget=budget)
+    assert isinstance(batch, BatchSession) and batch.batch_size == 3
+    gens = batch.run(20, stop_on_eos=False)
+    for prompt, gen in zip(PROMPTS, gens):
+        ref = Session(pair, prompt, method=method, budget=budget).run(20, stop_on_eos=False)
+        ar = Session(pair, prompt, method="ar").run(20, stop_on_eos=False)
+        assert gen.tokens == ref.tokens == ar.tokens
+        assert len(gen.acceptance_lengths) == len(batch.records)
+    rec = batch.records[0]
+    assert len(rec.requests) == 3 and rec.num_draft_tokens == {"ddtree": 7, "dflash": pair.block_size, "ar": 1}[method]
+    for b, req in enumerate(rec.requests):
+        assert req.context_len == batch.prompt_lens[b]
+        assert len(req.input_ids) == rec.num_draft_tokens
+
+
+def test_native_backend_single_prompt_sampled_and_fork(pair):
+    s = Session(pair, "sample me", backend="native", verify="sampled", temperature=1.0, seed=4, budget=5)
+    assert isinstance(s, BatchSession) and s.batch_size == 1
+    s.step()
+    twin = s.fork()
+    assert s.step().requests[0].committed == twin.step().requests[0].committed
+    assert s.tokens == twin.tokens
+    again = Session(pair, "sample me", backend="native", verify="sampled", temperature=1.0, seed=4, budget=5)
+    again.step()
+    again.step()
+    assert again.tokens == s.tokens
+
+
+def test_bad_engine_input(pair):
+    with pytest.raises(ValueError, match="backend"):
+        Session(pair, "x", backend="fast")
+    with pytest.raises(ValueError, match="prompt is too long"):
+        Session(pair, ["x" * 50], max_len=40, budget=4)
+    with pytest.raises(ValueError, match="attention"):
+        Session(pair, ["x"], attention="flash")
+
+
+@pytest.mark.gpu
+def test_triton_attention_engine_matches_torch_on_gpu():
+    pair = tiny_random_pair(2)
+    pair.target.to("cuda")
+    pair.drafter.to("cuda")
+    pair = ddtree.models.ModelPair(pair.target, pair.tokenizer, pair.drafter, torch.device("cuda"), torch.float32)
+    a = Session(pair, PROMPTS, budget=12, attention="triton").run(24, stop_on_eos=False)
+    b = Session(pair, PROMPTS, budget=12, attention="torch").run(24, stop_on_eos=False)
+    assert [g.tokens for g in a] == [g.tokens for g in b]
