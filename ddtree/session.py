@@ -179,8 +179,9 @@ class Session:
                 break
             bar.update(min(len(self.generated), max_new_tokens) - bar.n)
         bar.close()
-        return make_generation(self.pair, self.generated, self.records[first_record:], self.times["prefill"],
-                               time.perf_counter() - t0, max_new_tokens, stop_on_eos, stopped, request=0)
+        records = self.records[first_record:]
+        return make_generation(self.pair, self.generated, records, [r.requests[0].acceptance_length for r in records],
+                               self.times["prefill"], time.perf_counter() - t0, max_new_tokens, stop_on_eos, stopped)
 
 
 # --------------------------------------------------------------------------------- shared by both backends
@@ -268,9 +269,9 @@ def eos_index(tokens: list[int], eos: set[int]) -> int | None:
     return next((i for i, t in enumerate(tokens) if t in eos), None)
 
 
-def make_generation(pair, generated, records, prefill_s, wall, max_new_tokens, stop_on_eos, stopped,
-                    request: int) -> Generation:
-    """The Generation of request `request`: its tokens cut at max_new_tokens (and after EOS when stop_on_eos)."""
+def make_generation(pair, generated, records, acceptance_lengths, prefill_s, wall, max_new_tokens, stop_on_eos,
+                    stopped) -> Generation:
+    """A request's Generation: its tokens cut at max_new_tokens (and after EOS when stop_on_eos)."""
     tokens = generated[:max_new_tokens]
     eos = eos_index(tokens, pair.eos_token_ids)
     if stop_on_eos and eos is not None:
@@ -280,7 +281,7 @@ def make_generation(pair, generated, records, prefill_s, wall, max_new_tokens, s
         totals[stage] = sum(r.times[stage] for r in records)
     return Generation(
         text=pair.decode(tokens), tokens=tokens, records=records,
-        acceptance_lengths=[r.requests[request].acceptance_length for r in records], stage_times=totals,
+        acceptance_lengths=acceptance_lengths, stage_times=totals,
         tokens_per_second=len(tokens) / wall if wall > 0 else float("inf"), stopped=stopped)
 
 

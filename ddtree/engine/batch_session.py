@@ -24,11 +24,15 @@ from ddtree.tree import root_tree
 
 class BatchSession:
     """`BatchSession(pair, prompts, ...)`: Session's options plus `max_len` (cache entries per request; default
-    the longest prompt + 1024, capped at the target's context) and `attention` ("auto", "triton", "torch")."""
+    the longest prompt + 1024, capped at the target's context), `attention` ("auto", "triton", "torch"),
+    `cuda_graphs` (replay the verify forward as a CUDA graph, captured on first use of each row count) and
+    `record` (False keeps only tokens and acceptance lengths: rounds return RoundRecords without requests, for
+    benchmarks)."""
 
     def __init__(self, pair: ModelPair, prompts, *, method: str = "ddtree", budget: int = 32, verify: str = "greedy",
                  temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, chat: bool = True,
-                 max_len: int | None = None, attention: str = "auto"):
+                 max_len: int | None = None, attention: str = "auto", cuda_graphs: bool = False,
+                 record: bool = True):
         if not isinstance(prompts, (list, tuple)) or not prompts:
             raise ValueError("prompts must be a non-empty list of prompts (strings or token-id lists)")
         self.pair = pair
@@ -42,6 +46,8 @@ class BatchSession:
         self.decoder = NativeDecoder(pair.target, batch_size=len(ids), max_len=self.max_len,
                                      layer_ids=pair.target_layer_ids, attention=attention)
         self.prompt_lens = [len(x) for x in ids]
+        self.cuda_graphs, self.record = bool(cuda_graphs), bool(record)
+        self.acceptance_lengths: list[list[int]] = [[] for _ in ids]  # per request, one entry per round
         self.draft_caches = [pair.drafter.new_cache() if pair.drafter is not None else None for _ in ids]
         self.records: list[RoundRecord] = []
         self.times = {"prefill": 0.0}
@@ -71,13 +77,10 @@ class BatchSession:
         twin.settings, twin.generator = fork_settings(self.pair, self.settings, self.generator, overrides)
         twin.tokens = [list(t) for t in self.tokens]
         twin.records = list(self.records)
+        twin.acceptance_lengths = [list(a) for a in self.acceptance_lengths]
         twin.times = dict(self.times)
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
-        twin.decoder = object.__new__(NativeDecoder)
-        twin.decoder.__dict__.update(self.decoder.__dict__)
-        twin.decoder.k = [k.clone() for k in self.decoder.k]
-        twin.decoder.v = [v.clone() for v in self.decoder.v]
-        twin.decoder.seq_lens = self.decoder.seq_lens.clone()
+        twin.decoder = self.decoder.clone()
         return twin
 
     def step(self) -> RoundRecord:
@@ -99,6 +102,8 @@ class BatchSession:
             parents = torch.full(shape, -1, dtype=torch.long)
             for b, tree in enumerate(trees):
                 parents[b, :tree.n_nodes] = tree.parents
+        if self.cuda_graphs:
+            self.decoder.capture(q)
         with timed(times, "verify", device):
             logits, features = self.decoder.forward(batch.input_ids.view(shape).to(device),
                                                     batch.positions.view(shape).to(device), parents.to(device))
@@ -113,7 +118,8 @@ class BatchSession:
                 keep = torch.tensor(r.accepted)
                 extend_drafter(pair, self.draft_caches[b], features[b, keep.to(device)], ctx[b] + tree.depths[keep])
                 self.tokens[b] += r.committed
-        requests = [request_round(pair, s, ctx[b], trees[b], dlogits[b], batch.input_ids[b * q:(b + 1) * q],
+                self.acceptance_lengths[b].append(r.acceptance_length)
+        requests = [] if not self.record else [request_round(pair, s, ctx[b], trees[b], dlogits[b], batch.input_ids[b * q:(b + 1) * q],
                                   batch.positions[b * q:(b + 1) * q], logits[b, :trees[b].n_nodes], results[b])
                     for b in range(self.batch_size)]
         record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify, temperature=s.temperature,
@@ -144,6 +150,8 @@ class BatchSession:
             bar.update(sum(done(b) for b in range(self.batch_size)) - bar.n)
         bar.close()
         wall = time.perf_counter() - t0
-        return [make_generation(self.pair, self.generated(b), self.records[first_record:], self.times["prefill"],
-                                wall, max_new_tokens, stop_on_eos, stopped, request=b)
+        rounds = len(self.records) - first_record
+        return [make_generation(self.pair, self.generated(b), self.records[first_record:],
+                                self.acceptance_lengths[b][len(self.acceptance_lengths[b]) - rounds:],
+                                self.times["prefill"], wall, max_new_tokens, stop_on_eos, stopped)
                 for b in range(self.batch_size)]

@@ -46,6 +46,7 @@ class NativeDecoder:
         self.k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
         self.v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
+        self._graphs = {}  # rows -> (static inputs, static outputs, CUDAGraph)
 
     @torch.no_grad()
     def forward(self, input_ids, positions, parents, request: int | None = None):
@@ -54,14 +55,50 @@ class NativeDecoder:
 
         input_ids, positions, parents  # [b, Q] -> (logits  # [b, Q, vocab] float32,
         features  # [b, Q, len(layer_ids) * hidden], decoder-layer outputs as in ddtree.models.target_forward).
+        A forward over all requests with a captured row count replays its CUDA graph; its outputs are then the
+        graph's static buffers, valid until the next forward.
         """
-        rows = input_ids.shape[1]
         slots = slice(None) if request is None else slice(request, request + 1)
+        visible = self._visibility(parents, self.seq_lens[slots])
+        graph = self._graphs.get(input_ids.shape[1]) if request is None else None
+        if graph is None:
+            return self._forward(input_ids, positions, visible, slots)
+        static_in, static_out, g = graph
+        for buf, x in zip(static_in, (input_ids, positions, visible)):
+            buf.copy_(x)
+        g.replay()
+        return static_out
+
+    def capture(self, rows: int) -> None:
+        """Record the all-requests forward over `rows` rows as a CUDA graph (CUDA with Triton attention only;
+        a no-op when already captured). Warm-up runs write K/V past the committed prefix, where the next forward overwrites them anyway."""
+        rows = check_int("rows", rows, minimum=1)
+        if rows in self._graphs:
+            return
+        if self.device.type != "cuda" or self.attention != "triton":
+            raise ValueError("capture needs a CUDA target with attention='triton'")
+        ids = torch.zeros(self.batch_size, rows, dtype=torch.long, device=self.device)
+        positions = self.seq_lens[:, None] + torch.arange(rows, device=self.device)
+        parents = torch.full((self.batch_size, rows), -1, dtype=torch.long, device=self.device)
+        visible = self._visibility(parents, self.seq_lens)
+        static_in = (ids, positions, visible)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.no_grad():
+            for _ in range(2):
+                self._forward(*static_in, slice(None))
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            static_out = self._forward(*static_in, slice(None))
+        self._graphs[rows] = (static_in, static_out, graph)
+
+    def _forward(self, input_ids, positions, visible, slots):
+        rows = input_ids.shape[1]
         seq_lens = self.seq_lens[slots]  # [b]
         write_at = seq_lens[:, None] + torch.arange(rows, device=self.device)  # [b, Q]
         hidden = self.model.embed_tokens(input_ids)  # [b, Q, H]
         cos, sin = self.model.rotary_emb(hidden, positions)  # [b, Q, D]
-        visible = self._visibility(parents, seq_lens)
         outputs = {}
         for i, layer in enumerate(self.model.layers):
             hidden = hidden + self._attention(layer, self.k[i][slots], self.v[i][slots], layer.input_layernorm(hidden),
@@ -119,7 +156,7 @@ class NativeDecoder:
         if self.device.type == "cuda":
             from ddtree.kernels.kv_compact import compact_kv_cache
             self.seq_lens[slots] = compact_kv_cache([c[slots] for c in self.k + self.v], seq_lens, accepted,
-                                                    accept_len)
+                                                    accept_len)  # in place: captured graphs read this tensor
             return
         b, rows = accepted.shape
         src = seq_lens[:, None] + accepted.clamp_min(0)  # [b, Q] cache slot of each accepted node
@@ -132,9 +169,13 @@ class NativeDecoder:
             view[batch_idx[keep], dst[keep]] = moved[keep]
         self.seq_lens[slots] = seq_lens + accept_len
 
-    def reset(self, request: int) -> None:
-        """Free slot `request` (its entries are simply overwritten by the next prefill)."""
-        self.seq_lens[check_int("request", request)] = 0
+    def clone(self) -> NativeDecoder:
+        """An independent copy of the caches (for forking a session); captured graphs are not copied."""
+        twin = object.__new__(NativeDecoder)
+        twin.__dict__.update(self.__dict__)
+        twin.k, twin.v = [k.clone() for k in self.k], [v.clone() for v in self.v]
+        twin.seq_lens, twin._graphs = self.seq_lens.clone(), {}
+        return twin
 
 
 def _ancestors(parents: torch.Tensor) -> torch.Tensor:
