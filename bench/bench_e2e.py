@@ -32,17 +32,17 @@ def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, 
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
     if native:
-        s = Session(pair, [prompt], cuda_graphs=cuda, record=True, **kwargs)
+        s = Session(pair, [prompt], cuda_graphs=cuda, record=False, **kwargs)
         s.step()  # warm-up round: captures the verify graph
         start, first = len(s.generated(0)), len(s.records)
         t0 = time.perf_counter()
-        gen = s.run(max_new, stop_on_eos=False)[0]
+        gen = s.run(start + max_new, stop_on_eos=False)[0]
     else:
         s = Session(pair, prompt, **kwargs)
         s.step()
         start, first = len(s.generated), len(s.records)
         t0 = time.perf_counter()
-        gen = s.run(max_new, stop_on_eos=False)
+        gen = s.run(start + max_new, stop_on_eos=False)
     wall = time.perf_counter() - t0
     records = s.records[first:]
     stage = {k: sum(r.times[k] for r in records) for k in records[0].times}
