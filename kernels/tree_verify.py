@@ -1,0 +1,246 @@
+"""Batched tree verification over the serving-engine retrieve encoding (Triton), beside its torch reference.
+
+Inputs per request b (Q = num_draft_tokens; padding nodes are never reached):
+    candidates    # [B, Q] token of each node (node 0 = root)
+    next_token    # [B, Q] first child or -1   (retrive_next_token)
+    next_sibling  # [B, Q] next sibling or -1  (retrive_next_sibling)
+Outputs: accepted  # [B, Q] accepted node indices, root first, padded with -1;
+         accept_len  # [B] accepted nodes including the root (= tokens committed this round);
+         bonus  # [B] the target's token at the last accepted node.
+
+Greedy: from the root, move to the child whose token equals the target's argmax at the current node.
+
+Sampled, exact (DOMAIN rule B): at the current node take its coin u; visit the children in sibling order adding
+their target probabilities; move to the first child where u < cumulative mass. If none is accepted, the bonus is
+drawn from the target distribution with the visited (rejected) children's tokens removed, by the inverse CDF at
+residual_coin * residual mass: the first token whose cumulative residual mass exceeds it. Walk arithmetic is
+float64 whatever the probs dtype, so kernel and reference take the same decisions given the same uniforms. If
+rounding leaves no token past that point, the bonus is the last token with residual mass, and if every token was a
+rejected child (probability zero in exact arithmetic), the last token with positive probability.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ddtree.kernels._checks import check_dim, check_same_device, check_tensor
+
+BLOCK_V = 1024
+
+
+def verify_greedy_tree(candidates, next_token, next_sibling, target):
+    """Greedy walk of every request: `(accepted [B, Q], accept_len [B], bonus [B])`, long tensors.
+
+    target: `[B, Q]` integer argmax per node, or `[B, Q, V]` float logits (argmax taken here, first max wins).
+    """
+    candidates, next_token, next_sibling = _check_tree(candidates, next_token, next_sibling)
+    target = _target_argmax(target, candidates.shape)
+    batch, rows = candidates.shape
+    accepted, accept_len, bonus = _outputs(batch, rows, candidates.device)
+    _greedy_kernel[(batch,)](candidates, next_token, next_sibling, target, accepted, accept_len, bonus, rows)
+    return accepted.long(), accept_len.long(), bonus.long()
+
+
+def verify_sampled_tree(candidates, next_token, next_sibling, probs, coins, residual_coins):
+    """Exact rule-B walk of every request: `(accepted [B, Q], accept_len [B], bonus [B])`, long tensors.
+
+    probs  # [B, Q, V] target sampling distribution per node (temperature / top-p applied, rows sum to 1);
+    coins, residual_coins  # [B, Q] uniforms in [0, 1), one of each per node.
+    """
+    candidates, next_token, next_sibling = _check_tree(candidates, next_token, next_sibling)
+    batch, rows = candidates.shape
+    probs, coins, residual_coins = _check_sampling(probs, coins, residual_coins, batch, rows, candidates.device)
+    accepted, accept_len, bonus = _outputs(batch, rows, candidates.device)
+    _sampled_kernel[(batch,)](candidates, next_token, next_sibling, probs, coins, residual_coins,
+                              accepted, accept_len, bonus, rows, probs.shape[-1], BLOCK_V=BLOCK_V)
+    return accepted.long(), accept_len.long(), bonus.long()
+
+
+def verify_greedy_tree_ref(candidates, next_token, next_sibling, target):
+    """Plain torch reference of verify_greedy_tree: one Python walk per request."""
+    candidates, next_token, next_sibling = (x.long().cpu() for x in _check_tree(candidates, next_token, next_sibling))
+    target = _target_argmax(target, candidates.shape).long().cpu()
+    batch, rows = candidates.shape
+    accepted = torch.full((batch, rows), -1, dtype=torch.long)
+    accept_len = torch.ones(batch, dtype=torch.long)
+    bonus = torch.empty(batch, dtype=torch.long)
+    for b in range(batch):
+        path = [0]
+        child = int(next_token[b, 0])
+        while child != -1:
+            if candidates[b, child] == target[b, path[-1]]:
+                path.append(child)
+                child = int(next_token[b, child])
+            else:
+                child = int(next_sibling[b, child])
+        accepted[b, :len(path)] = torch.tensor(path)
+        accept_len[b] = len(path)
+        bonus[b] = target[b, path[-1]]
+    return accepted, accept_len, bonus
+
+
+def verify_sampled_tree_ref(candidates, next_token, next_sibling, probs, coins, residual_coins):
+    """Plain torch reference of verify_sampled_tree, vectorised over requests (one walk step per loop turn)."""
+    candidates, next_token, next_sibling = _check_tree(candidates, next_token, next_sibling)
+    batch, rows = candidates.shape
+    probs, coins, residual_coins = _check_sampling(probs, coins, residual_coins, batch, rows, candidates.device)
+    cand, nxt, sib = candidates.long(), next_token.long(), next_sibling.long()
+    p64, u64, r64 = probs.double(), coins.double(), residual_coins.double()
+    req = torch.arange(batch, device=cand.device)
+    accepted = torch.full((batch, rows), -1, dtype=torch.long, device=cand.device)
+    accepted[:, 0] = 0
+    count = torch.ones(batch, dtype=torch.long, device=cand.device)
+    cur = torch.zeros(batch, dtype=torch.long, device=cand.device)
+    u = u64[:, 0]
+    cum = torch.zeros(batch, dtype=torch.float64, device=cand.device)
+    child = nxt[:, 0]
+    for _ in range(rows):  # each turn looks at one child per request; a walk looks at < Q children in all
+        live = child >= 0
+        c = child.clamp_min(0)
+        cum = torch.where(live, cum + p64[req, cur, cand[req, c]], cum)
+        take = live & (u < cum)
+        accepted[req[take], count[take]] = child[take]
+        count = count + take
+        cur = torch.where(take, child, cur)
+        u = torch.where(take, u64[req, cur], u)
+        cum = torch.where(take, 0.0, cum)
+        child = torch.where(take, nxt[req, cur], torch.where(live, sib[req, c], child))
+
+    raw = p64[req, cur]  # [B, V]
+    residual = raw.clone()
+    kid = nxt[req, cur]
+    for _ in range(rows):  # remove every child of the last node: all of them were rejected
+        has = kid >= 0
+        residual[req[has], cand[req[has], kid[has]]] = 0.0
+        kid = torch.where(has, sib[req, kid.clamp_min(0)], kid)
+    point = r64[req, cur] * residual.sum(-1)  # [B]
+    past = residual.cumsum(-1) > point[:, None]
+    tokens = torch.arange(probs.shape[-1], device=cand.device)
+    last_residual = torch.where(residual > 0, tokens, -1).amax(-1)
+    last_positive = torch.where(raw > 0, tokens, -1).amax(-1)
+    fallback = torch.where(last_residual >= 0, last_residual, last_positive)
+    bonus = torch.where(past.any(-1), past.long().argmax(-1), fallback)
+    return accepted, count, bonus
+
+
+def _check_tree(candidates, next_token, next_sibling):
+    for name, x in (("candidates", candidates), ("next_token", next_token), ("next_sibling", next_sibling)):
+        check_tensor(name, x, ndim=2, shape="[B, Q]", floating=False)
+        if tuple(x.shape) != tuple(candidates.shape):
+            raise ValueError(f"{name} must have candidates' shape {tuple(candidates.shape)}, got {tuple(x.shape)}")
+    if candidates.shape[1] == 0:
+        raise ValueError("candidates must have Q >= 1 nodes per request (the root)")
+    check_same_device(candidates.device, next_token=next_token, next_sibling=next_sibling)
+    return tuple(x.to(torch.int32).contiguous() for x in (candidates, next_token, next_sibling))
+
+
+def _target_argmax(target, shape) -> torch.Tensor:
+    if not isinstance(target, torch.Tensor) or target.ndim not in (2, 3):
+        raise ValueError("target must be a [B, Q] argmax tensor or [B, Q, V] logits")
+    if target.ndim == 3:
+        check_tensor("target", target, ndim=3, shape="[B, Q, V]", floating=True)
+        target = target.argmax(-1)
+    check_tensor("target", target, ndim=2, shape="[B, Q]", floating=False)
+    if tuple(target.shape) != tuple(shape):
+        raise ValueError(f"target must have one entry per node {tuple(shape)}, got {tuple(target.shape)}")
+    return target.to(torch.int32).contiguous()
+
+
+def _check_sampling(probs, coins, residual_coins, batch: int, rows: int, device):
+    check_tensor("probs", probs, ndim=3, shape="[B, Q, V]", floating=True)
+    check_dim("probs", probs, 0, batch, "requests")
+    check_dim("probs", probs, 1, rows, "nodes per request")
+    for name, x in (("coins", coins), ("residual_coins", residual_coins)):
+        check_tensor(name, x, ndim=2, shape="[B, Q]", floating=True)
+        if tuple(x.shape) != (batch, rows):
+            raise ValueError(f"{name} must have shape {(batch, rows)}, got {tuple(x.shape)}")
+    check_same_device(device, probs=probs, coins=coins, residual_coins=residual_coins)
+    return probs.contiguous(), coins.contiguous(), residual_coins.contiguous()
+
+
+def _outputs(batch: int, rows: int, device):
+    accepted = torch.full((batch, rows), -1, dtype=torch.int32, device=device)
+    return accepted, torch.empty(batch, dtype=torch.int32, device=device), torch.empty(batch, dtype=torch.int32,
+                                                                                       device=device)
+
+
+@triton.jit
+def _greedy_kernel(cand_ptr, next_ptr, sib_ptr, target_ptr, accepted_ptr, accept_len_ptr, bonus_ptr, num_rows):
+    """One request per program: a scalar walk."""
+    base = tl.program_id(0) * num_rows
+    tl.store(accepted_ptr + base, 0)
+    count = 1
+    want = tl.load(target_ptr + base)
+    child = tl.load(next_ptr + base)
+    while child != -1:
+        if tl.load(cand_ptr + base + child) == want:
+            tl.store(accepted_ptr + base + count, child)
+            count += 1
+            want = tl.load(target_ptr + base + child)
+            child = tl.load(next_ptr + base + child)
+        else:
+            child = tl.load(sib_ptr + base + child)
+    tl.store(accept_len_ptr + tl.program_id(0), count)
+    tl.store(bonus_ptr + tl.program_id(0), want)
+
+
+@triton.jit
+def _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child):
+    """`(residual, raw)  # [BLOCK_V]` float64 probabilities of tokens `offs`, residual with the children's tokens 0."""
+    raw = tl.load(p_row + offs, mask=offs < vocab, other=0.0).to(tl.float64)
+    residual = raw
+    kid = first_child
+    while kid != -1:
+        residual = tl.where(offs == tl.load(cand_ptr + base + kid), 0.0, residual)
+        kid = tl.load(sib_ptr + base + kid)
+    return residual, raw
+
+
+@triton.jit
+def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_coins_ptr,
+                    accepted_ptr, accept_len_ptr, bonus_ptr, num_rows, vocab, BLOCK_V: tl.constexpr):
+    """One request per program: rule-B walk, then a two-pass inverse-CDF draw over the vocabulary."""
+    base = tl.program_id(0) * num_rows
+    tl.store(accepted_ptr + base, 0)
+    count = 1
+    cur = base * 0
+    u = tl.load(coins_ptr + base).to(tl.float64)
+    cum = u * 0.0
+    child = tl.load(next_ptr + base)
+    while child != -1:
+        token = tl.load(cand_ptr + base + child)
+        cum += tl.load(probs_ptr + (base + cur).to(tl.int64) * vocab + token).to(tl.float64)
+        if u < cum:
+            tl.store(accepted_ptr + base + count, child)
+            count += 1
+            cur = child
+            u = tl.load(coins_ptr + base + cur).to(tl.float64)
+            cum = u * 0.0
+            child = tl.load(next_ptr + base + cur)
+        else:
+            child = tl.load(sib_ptr + base + child)
+
+    p_row = probs_ptr + (base + cur).to(tl.int64) * vocab
+    first_child = tl.load(next_ptr + base + cur)
+    mass = u * 0.0
+    for v0 in range(0, vocab, BLOCK_V):  # pass 1: residual mass
+        residual, _ = _residual_block(p_row, v0 + tl.arange(0, BLOCK_V), vocab, cand_ptr, sib_ptr, base,
+                                        first_child)
+        mass += tl.sum(residual, 0)
+    point = tl.load(residual_coins_ptr + base + cur).to(tl.float64) * mass
+    running = mass * 0.0
+    found = vocab
+    last_residual = -1
+    last_positive = -1
+    for v0 in range(0, vocab, BLOCK_V):  # pass 2: first token whose cumulative residual mass passes the point
+        offs = v0 + tl.arange(0, BLOCK_V)
+        residual, raw = _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child)
+        cumulative = running + tl.cumsum(residual, 0)
+        found = tl.minimum(found, tl.min(tl.where(cumulative > point, offs, vocab), 0))
+        last_residual = tl.maximum(last_residual, tl.max(tl.where(residual > 0, offs, -1), 0))
+        last_positive = tl.maximum(last_positive, tl.max(tl.where(raw > 0, offs, -1), 0))
+        running = tl.max(cumulative, 0)
+    bonus = tl.where(found < vocab, found, tl.where(last_residual >= 0, last_residual, last_positive))
+    tl.store(accept_len_ptr + tl.program_id(0), count)
+    tl.store(bonus_ptr + tl.program_id(0), bonus)
