@@ -14,7 +14,7 @@ custom mask with mask_indptr, is_causal=True, max_len_extend, k/v scales 1.0 and
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -131,6 +131,43 @@ def probe_effective_masks(batch: VerifyBatch, attention, *, chunk: int = 64) -> 
             seen = out[r0:r0 + batch.rows(b), :max(0, min(chunk, w - start))] > 0.5 / w
             found[b][:, start:start + seen.shape[1]] = seen
     return found
+
+
+def sglang_attention(batch: VerifyBatch):
+    """An attention callable for ddtree.engine.NativeDecoder that runs SGLang's kernel with `batch`'s flat custom
+    mask and mask_indptr instead of the tree: `(q  # [B, Q, Hq, D], k_cache, v_cache  # [B, Hkv, L, D], seq_lens,
+    parents) -> out  # [B, Q, Hq, D]`. Each request's first q_b rows (from the batch's qo_indptr) go to the kernel,
+    with its committed prefix as the token pool; other rows get 0. The decoder must run this batch's rows."""
+    def attention(q, k_cache, v_cache, seq_lens, parents):
+        rows = [batch.rows(b) for b in range(batch.batch_size)]
+        lens = seq_lens.tolist()
+        if lens != batch.seq_lens.tolist():
+            raise ValueError(f"the decoder's committed lengths {lens} differ from the batch's {batch.seq_lens.tolist()}")
+        inputs = AttentionInputs(
+            q=torch.cat([q[b, :n] for b, n in enumerate(rows)]),
+            k=torch.cat([k_cache[b, :, s:s + n].transpose(0, 1) for b, (s, n) in enumerate(zip(lens, rows))]),
+            v=torch.cat([v_cache[b, :, s:s + n].transpose(0, 1) for b, (s, n) in enumerate(zip(lens, rows))]),
+            prefix_k=[k_cache[b, :, :s].transpose(0, 1) for b, s in enumerate(lens)],
+            prefix_v=[v_cache[b, :, :s].transpose(0, 1) for b, s in enumerate(lens)])
+        flat = sglang_verify_attention(batch, inputs)  # [rows, Hq, D]
+        out = torch.zeros_like(q)
+        for b, n in enumerate(rows):
+            start = int(batch.qo_indptr[b])
+            out[b, :n] = flat[start:start + n]
+        return out
+
+    return attention
+
+
+def probed_batch(batch: VerifyBatch, masks: list[torch.Tensor]) -> VerifyBatch:
+    """A copy of `batch` whose flat mask holds `masks` (e.g. from probe_effective_masks) where the backend reads,
+    so ddtree.effective_mask, check_verify_batch and MaskView's diff mode show what the kernel really applied."""
+    if len(masks) != batch.batch_size:
+        raise ValueError(f"masks must hold one [q_b, seq_len_b + q_b] mask per request ({batch.batch_size})")
+    sizes = [m.numel() for m in masks]
+    indptr = torch.tensor([0] + sizes).cumsum(0)
+    return replace(batch, custom_mask=torch.cat([m.flatten().cpu() for m in masks]), mask_indptr=indptr,
+                   written_indptr=indptr)
 
 
 def to_eagle(batch: VerifyBatch) -> dict[str, torch.Tensor | int]:

@@ -82,3 +82,46 @@ def test_eagle_structures_round_trip():
     with pytest.raises(ValueError, match="tree"):
         trees_from_eagle(eagle["draft_token"], eagle["positions"], eagle["retrive_next_token"], cyclic,
                          eagle["seq_lens"], Q)
+
+
+def test_full_model_verify_through_sglangs_kernel():
+    """A whole target forward with SGLang's kernel as attention: the padded packing gives the reference logits;
+    the unpadded packing changes exactly the requests after the small tree."""
+    from ddtree.engine import NativeDecoder
+    from ddtree.models import tiny_random_pair
+    from ddtree.sglang import probed_batch, sglang_attention
+
+    pair = tiny_random_pair(5)
+    prompts = [list(range(3, 3 + n)) for n in (6, 9, 4)]
+    dec = NativeDecoder(pair.target, batch_size=3, max_len=64, attention="torch")
+    for b, p in enumerate(prompts):
+        pos = torch.arange(len(p))
+        dec.forward(torch.tensor([p]), pos[None], (pos - 1)[None], request=b)
+        dec.commit(pos[None], torch.tensor([len(p)]), request=b)
+    g = torch.Generator().manual_seed(0)
+    ts = [ddtree.build_tree(torch.randn(4, pair.vocab_size, generator=g), b).with_root_token(1) for b in (7, 2, 7)]
+    q = 8
+    parents = torch.full((3, q), -1)
+    for b, t in enumerate(ts):
+        parents[b, :t.n_nodes] = t.parents
+
+    def forward(attention, layout):
+        batch = pack_verify_batch(ts, [len(p) for p in prompts], q, layout=layout)
+        ids, pos = torch.full((3, q), 1), torch.zeros(3, q, dtype=torch.long)
+        for b, t in enumerate(ts):
+            s = len(prompts[b])
+            ids[b, :t.n_nodes], pos[b] = t.tokens, s
+            pos[b, :t.n_nodes] = s + t.depths
+        twin = dec.clone()
+        twin.attention = attention if attention == "torch" else sglang_attention(batch)
+        return twin.forward(ids, pos, parents)[0], batch
+
+    want, _ = forward("torch", "padded")
+    padded, _ = forward("sglang", "padded")
+    unpadded, batch = forward("sglang", "unpadded")
+    for b, t in enumerate(ts):
+        n = t.n_nodes
+        torch.testing.assert_close(padded[b, :n], want[b, :n], atol=1e-4, rtol=1e-4)
+        assert torch.allclose(unpadded[b, :n], want[b, :n], atol=1e-4, rtol=1e-4) == (b < 2)
+    probed = probed_batch(batch, probe_effective_masks(batch, sglang_verify_attention, chunk=16))
+    assert {c.request for c in check_verify_batch(probed)} == {2}

@@ -7,7 +7,9 @@ moves the accepted rows to be contiguous after the prefix (ddtree.kernels.kv_com
 
 Every forward is a tree forward: `parents  # [B, Q]` (-1 for roots and padding rows) says which rows each row sees
 (its ancestors-or-self, plus the whole prefix). A prompt prefill is the chain tree parents[i] = i - 1.
-Attention: the Triton tree kernel on CUDA (attention="triton"), a dense-mask SDPA elsewhere (attention="torch").
+Attention: the Triton tree kernel on CUDA (attention="triton"), a dense-mask SDPA elsewhere (attention="torch"),
+or any callable `attention(q, k_cache, v_cache, seq_lens, parents) -> out  # [b, Q, Hq, D]` (e.g. a serving
+kernel under test, see ddtree.sglang.sglang_attention), which reads the cache layout above.
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ class NativeDecoder:
                 or "sliding_attention" in (getattr(config, "layer_types", None) or ()):
             raise ValueError(f"the native engine supports Llama/Qwen-family targets without sliding windows, "
                              f"got model_type {getattr(config, 'model_type', '?')!r}")
-        if attention not in ATTENTION:
-            raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
+        if not callable(attention) and attention not in ATTENTION:
+            raise ValueError(f"attention must be one of {ATTENTION} or a callable, got {attention!r}")
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.max_len = check_int("max_len", max_len, minimum=1)
         self.model = hf_model.model
@@ -112,7 +114,10 @@ class NativeDecoder:
         return self.lm_head(out).float(), feats
 
     def _visibility(self, parents, seq_lens):
-        """What the attention backend needs: ancestor bitmask (triton) or a dense [b, 1, Q, L] mask (torch)."""
+        """What the attention backend needs: ancestor bitmask (triton), a dense [b, 1, Q, L] mask (torch), or the
+        parents themselves (a callable)."""
+        if callable(self.attention):
+            return parents
         if self.attention == "triton":
             from ddtree.kernels.tree_attention import ancestor_bitmask
             return ancestor_bitmask(parents)
@@ -138,7 +143,9 @@ class NativeDecoder:
         batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
         k_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = k  # k_cache[b, :, write_at[b, i], :] = k[b, i]
         v_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = v
-        if self.attention == "triton":
+        if callable(self.attention):
+            out = self.attention(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
+        elif self.attention == "triton":
             from ddtree.kernels.tree_attention import tree_attention
             out = tree_attention(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
         else:
