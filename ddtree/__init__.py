@@ -1,4 +1,13 @@
 """DDTree Workbench: explore, teach and debug tree-based speculative decoding (DDTree over a DFlash drafter)."""
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    # Without a GPU, Triton kernels (ddtree.kernels, SGLang's) run in Triton's interpreter. The switch must be on
+    # before triton is first imported (transformers imports it), so it is set here.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 from ddtree.batch import (MaskCell, VerifyBatch, check_verify_batch, effective_mask, expected_mask,
                           pack_verify_batch, request_mask)
 from ddtree.kv import compact_kv

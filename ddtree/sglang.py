@@ -4,7 +4,7 @@ structures.
 
 Install with `make sglang`: the `sglang==0.5.23` wheel with --no-deps, plus only what importing its kernel module
 needs (KERNEL_IMPORT_NEEDS). On a machine without CUDA the kernel runs in Triton's interpreter (TRITON_INTERPRET=1,
-set here before the kernel module is imported), which is slow: keep shapes small.
+set by `import ddtree` before triton is imported), which is slow: keep shapes small.
 
 Target-verify call convention, as SGLang's Triton backend makes it: q/k/v of the draft rows `[rows, heads, dim]`,
 the committed prefix K/V in a token pool addressed by kv_indptr/kv_indices, qo_indptr (rows per request), the flat
@@ -29,8 +29,9 @@ KERNEL_IMPORT_NEEDS = ("orjson", "psutil", "pybase64", "requests", "packaging", 
 
 def extend_attention_kernel():
     """SGLang's `extend_attention_fwd`, importable only after `make sglang`."""
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("without a GPU SGLang's kernel runs in Triton's interpreter: set TRITON_INTERPRET=1 "
+                           "before triton is imported (importing ddtree first does it)")
     try:
         from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd
     except ImportError as e:
