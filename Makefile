@@ -41,6 +41,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_tree_build.py
+	$(PY) bench/bench_pipeline.py
+
+lab: $(STAMP)
+	$(PY) -m jupyterlab --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -134,10 +134,10 @@ def effective_mask(batch: VerifyBatch, b: int) -> torch.Tensor:
     (an out-of-bounds read in a real kernel) read as False.
     """
     q, width = batch.rows(b), int(batch.seq_lens[b]) + batch.rows(b)
-    flat = int(batch.mask_indptr[b]) + torch.arange(q * width)
-    inside = flat < batch.custom_mask.numel()
+    start = int(batch.mask_indptr[b])
+    inside = batch.custom_mask[start:start + q * width]
     cells = torch.zeros(q * width, dtype=torch.bool)
-    cells[inside] = batch.custom_mask[flat[inside]]
+    cells[:inside.numel()] = inside
     return cells.view(q, width)
 
 

@@ -1,15 +1,25 @@
-"""`make demo`: one DDTree round end to end on a built-in synthetic example, printed for a person to read.
+"""`make demo`: DDTree on the embedded pair (SmolLM2-135M-Instruct + the project's DFlash drafter).
 
-The target is a bigram model of a tiny corpus (its next-token distribution depends on the path); the drafter only
-knows, per depth, the marginal distribution of the token at that depth, as a DFlash drafter predicts a block
-without seeing its own choices. (The real embedded pair takes over once the trained drafter ships.)
+Decodes a built-in prompt round by round, prints a per-round table (round, context, tree nodes, accepted, acceptance
+length, committed text, ms per stage) and writes a self-contained HTML report of every round.
+
+`python -m ddtree.demo --synthetic` instead runs one round on a synthetic example needing no model: a bigram target
+over a tiny corpus (its next-token distribution depends on the path) and a drafter that knows only, per depth, the
+marginal distribution of the token there (as a DFlash drafter predicts a block without seeing its own choices).
 """
 from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
 
 import torch
 
 import ddtree
-from ddtree.text import format_tree
+from ddtree.text import format_rounds, format_tree
+
+PROMPT = "Write a Python function that checks whether a string is a palindrome."
+REPORT = "ddtree-report.html"
 
 CORPUS = ("the cat sat on the mat . the dog sat on the log . a cat ran to the mat . "
           "the dog ran to a log . the cat sat on a mat .")
@@ -24,7 +34,8 @@ def bigram_logits(words: list[str], vocab: list[str]) -> torch.Tensor:
     return counts.log()
 
 
-def main(budget: int = 12, depth: int = 5) -> None:
+def synthetic_demo(budget: int = 12, depth: int = 5) -> None:
+    """One round on a bigram target over a tiny corpus, with a drafter knowing only per-depth marginals."""
     words = CORPUS.split()
     vocab = sorted(set(words))
     decode = vocab.__getitem__
@@ -61,6 +72,49 @@ def main(budget: int = 12, depth: int = 5) -> None:
         per_request = [sum(c.request == b for c in bad) for b in range(3)]
         print(f"  {layout:9s} mask_indptr {batch.mask_indptr.tolist()} written at {batch.written_indptr.tolist()}"
               f" -> wrong mask cells per request {per_request}")
+
+
+def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int = 32, max_new_tokens: int = 64,
+             report=REPORT) -> Path:
+    """Decode `prompt` with `pair`, print the per-round table and a summary, write the HTML report; returns its path."""
+    from ddtree.report import write_html
+    from ddtree.session import Session
+
+    t0 = time.perf_counter()
+    session = Session(pair, prompt, method=method, budget=budget, verify="greedy")
+    gen = session.run(max_new_tokens)
+    wall = time.perf_counter() - t0
+    print(f"{method} (greedy walk, budget {budget}) on: {prompt!r}\n")
+    print(format_rounds(gen.records))
+    print(f"\n{len(gen.tokens)} tokens in {len(gen.records)} target forwards: mean acceptance length "
+          f"{gen.mean_acceptance_length:.2f}, {gen.tokens_per_second:.1f} tokens/s (prefill excluded; stopped: "
+          f"{gen.stopped}; {wall:.1f} s in all)\n")
+    print(gen.text)
+    path = write_html(gen.records, report, title=f"DDTree demo: {method}, budget {budget}",
+                      prompt_text=pair.decode(session.tokens[:session.prompt_len]))
+    print(f"\nreport: {path.resolve()}")
+    return path
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m ddtree.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--method", choices=("ddtree", "dflash", "ar"), default="ddtree")
+    parser.add_argument("--budget", type=int, default=32, help="draft tree nodes per round (default 32)")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--report", default=REPORT, help=f"HTML report path (default ./{REPORT})")
+    parser.add_argument("--synthetic", action="store_true", help="one round on a synthetic example, no model")
+    args = parser.parse_args(argv)
+    if args.synthetic:
+        synthetic_demo()
+        return
+    from ddtree.models import load_default_pair
+    try:
+        pair = load_default_pair()
+    except FileNotFoundError as e:
+        raise SystemExit(f"{e}\n(python -m ddtree.demo --synthetic runs without a model)") from None
+    run_demo(pair, args.prompt, method=args.method, budget=args.budget,
+             max_new_tokens=args.max_new_tokens, report=args.report)
 
 
 if __name__ == "__main__":

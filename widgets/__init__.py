@@ -1,1 +1,17 @@
-"""Notebook views (ipywidgets, plotly, graphviz) that consume plain round records."""
+"""Notebook views (ipywidgets, plotly, graphviz) that consume plain round records.
+
+The view classes load ipywidgets on first use; the figure modules (figures, masks, treegraph, nodes) import no
+widget library, so ddtree.report can use them without ipywidgets.
+"""
+
+__all__ = ["TreeView", "LogWeightView", "MaskView", "PathView", "Explorer", "SweepView"]
+
+_LAZY = {"TreeView": "views", "LogWeightView": "views", "MaskView": "views", "PathView": "views",
+         "Explorer": "explorer", "SweepView": "sweepview"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f"ddtree.widgets.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'ddtree.widgets' has no attribute {name!r}")

@@ -1,0 +1,100 @@
+"""The HTML report, the text helpers and the demo."""
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ddtree
+import ddtree.report
+from ddtree.demo import main as demo_main
+from ddtree.demo import run_demo
+from ddtree.text import format_rounds, shorten, visible_whitespace
+from ddtree.widgets import treegraph
+
+TRACE = Path(__file__).parent / "data" / "trace_small.json"
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return ddtree.load_trace(TRACE)
+
+
+def test_report_is_self_contained_and_shows_every_round(trace, tmp_path):
+    records, meta = trace
+    path = ddtree.report.write_html(records, tmp_path / "r.html", prompt_text=meta["prompt_text"])
+    text = path.read_text()
+    assert text.count("* plotly.js v") == 1  # the library is embedded exactly once
+    assert not re.search(r"<script[^>]* src=", text)  # no script fetched from elsewhere
+    assert text.count("<details") == len(records)
+    for rec in records:
+        req = rec.requests[0]
+        assert f"acceptance length {req.acceptance_length}, committed {html.escape(repr(req.committed_text))}" in text
+    assert text.count('class="ddtree-span"') == len(records)
+    if treegraph.has_dot():
+        assert text.count("<svg width=") == len(records)  # one graphviz tree per round
+        assert text.count(f"<title>n{records[3].requests[0].n_nodes - 1}</title>") >= 1
+    assert "verify mask, round 5" in text and "node log-weights, round 5" in text
+
+
+def test_report_without_dot_uses_the_plotly_tree(trace, monkeypatch):
+    monkeypatch.setattr(ddtree.report, "has_dot", lambda: False)
+    text = ddtree.report.render_html(trace[0][:2])
+    assert "<svg width=" not in text and "graphviz `dot` not found" in text
+    assert text.count('"name":"accepted path"') == 4  # tree + log-weight figure per round
+
+
+def test_report_with_a_sweep_and_bad_input(trace):
+    rows = [{"method": "ddtree", "budget": b, "temperature": 0.0, "acceptance_length": 1.0 + b / 8,
+             "tokens_per_second": 10.0 + b} for b in (4, 8)]
+    assert "Budget sweep" in ddtree.report.render_html(trace[0][:1], sweep_rows=rows)
+    with pytest.raises(ValueError, match="records"):
+        ddtree.report.render_html([])
+    with pytest.raises(ValueError, match="request"):
+        ddtree.report.render_html(trace[0], request=1)
+
+
+def test_report_module_imports_no_widget_library():
+    code = ("import sys, ddtree.report; bad = [m for m in ('ipywidgets', 'anywidget') if m in sys.modules]; "
+            "sys.exit(str(bad) if bad else 0)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_visible_whitespace():
+    assert visible_whitespace(" a\n\tb\\\x01") == "␣a\\n\\tb\\\\\\x01"
+    assert visible_whitespace("plain") == "plain"
+    with pytest.raises(ValueError, match="text"):
+        visible_whitespace(3)
+    assert shorten("abcdef", 4) == "abc…" and shorten("abc", 4) == "abc"
+
+
+def test_format_rounds(trace):
+    records = trace[0]
+    lines = format_rounds(records).splitlines()
+    assert len(lines) == 2 + len(records)
+    assert lines[0].split()[:6] == ["round", "ctx", "nodes", "acc", "len", "committed"]
+    for line, rec in zip(lines[2:], records):
+        req = rec.requests[0]
+        fields = line.split()
+        assert [int(f) for f in fields[:5]] == [rec.index, req.context_len, req.n_nodes, len(req.accepted_tokens),
+                                                req.acceptance_length]
+        assert float(fields[-3]) == pytest.approx(1e3 * rec.times["verify"], abs=0.06)
+
+
+def test_demo_prints_the_table_and_writes_the_report(tmp_path, capsys):
+    from ddtree.models import tiny_random_pair
+    path = run_demo(tiny_random_pair(0), "demo prompt", budget=6, max_new_tokens=10, report=tmp_path / "d.html")
+    out = capsys.readouterr().out
+    assert path.is_file() and f"report: {path.resolve()}" in out
+    assert "round   ctx nodes" in out and "mean acceptance length" in out
+    assert path.read_text().count("<details") == out.count("\n    ")  # one section per table row
+
+
+def test_demo_synthetic_shows_the_padding_bug(capsys):
+    demo_main(["--synthetic"])
+    out = capsys.readouterr().out
+    padded = next(line for line in out.splitlines() if line.strip().startswith("padded"))
+    unpadded = next(line for line in out.splitlines() if line.strip().startswith("unpadded"))
+    assert padded.endswith("[0, 0, 0]") and not unpadded.endswith("[0, 0, 0]")
