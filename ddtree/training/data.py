@@ -1,0 +1,116 @@
+"""Self-distillation data: the target answers the training prompts itself (greedy and sampled), batched with left
+padding; the sequences (chat-templated prompt + response) are stored as flat uint16 token ids with offsets."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ddtree._checks import check_int, check_temperature
+
+
+@dataclass
+class SequenceData:
+    """Sequences i = tokens[offsets[i]:offsets[i+1]], whose first prompt_lens[i] tokens are the prompt.
+    prompt_ids[i] indexes the prompt list; temperatures[i] is the sampling temperature (0 = greedy)."""
+    tokens: np.ndarray  # [total] uint16
+    offsets: np.ndarray  # [n + 1] int64
+    prompt_lens: np.ndarray  # [n] int32
+    prompt_ids: np.ndarray  # [n] int32
+    temperatures: np.ndarray  # [n] float32
+
+    def __len__(self) -> int:
+        return len(self.prompt_lens)
+
+    def sequence(self, i: int) -> np.ndarray:
+        return self.tokens[self.offsets[i]:self.offsets[i + 1]]
+
+    def save(self, path) -> None:
+        np.savez_compressed(path, tokens=self.tokens, offsets=self.offsets, prompt_lens=self.prompt_lens,
+                            prompt_ids=self.prompt_ids, temperatures=self.temperatures)
+
+    @classmethod
+    def load(cls, path) -> SequenceData:
+        with np.load(Path(path)) as raw:
+            return cls(**{name: raw[name] for name in ("tokens", "offsets", "prompt_lens", "prompt_ids",
+                                                      "temperatures")})
+
+    @classmethod
+    def from_lists(cls, sequences, prompt_lens, prompt_ids, temperatures) -> SequenceData:
+        lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+        return cls(np.concatenate([np.asarray(s, dtype=np.uint16) for s in sequences]),
+                   np.concatenate([[0], np.cumsum(lengths)]), np.asarray(prompt_lens, dtype=np.int32),
+                   np.asarray(prompt_ids, dtype=np.int32), np.asarray(temperatures, dtype=np.float32))
+
+    @classmethod
+    def concat(cls, parts) -> SequenceData:
+        parts = list(parts)
+        if not parts:
+            raise ValueError("parts must hold at least one SequenceData (give --data or --temperatures)")
+        return cls.from_lists([p.sequence(i) for p in parts for i in range(len(p))],
+                              *(np.concatenate([getattr(p, name) for p in parts])
+                                for name in ("prompt_lens", "prompt_ids", "temperatures")))
+
+    def split(self, val_prompt_ids) -> tuple[SequenceData, SequenceData]:
+        """(sequences of other prompts, sequences of `val_prompt_ids`)."""
+        is_val = np.isin(self.prompt_ids, np.asarray(list(val_prompt_ids)))
+        return self.subset(np.flatnonzero(~is_val)), self.subset(np.flatnonzero(is_val))
+
+    def subset(self, index) -> SequenceData:
+        return SequenceData.from_lists([self.sequence(i) for i in index], self.prompt_lens[index],
+                                       self.prompt_ids[index], self.temperatures[index])
+
+
+def chat_ids(tokenizer, prompt: str, max_prompt_tokens: int) -> list[int]:
+    """The prompt as one chat user turn + the assistant header (as ModelPair.encode), keeping its last
+    `max_prompt_tokens` tokens."""
+    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                         tokenize=False)
+    return list(tokenizer.encode(text, add_special_tokens=False))[-max_prompt_tokens:]
+
+
+@torch.no_grad()
+def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_tokens: int = 256,
+                       batch_size: int = 512, max_prompt_tokens: int = 256, seed: int = 0) -> SequenceData:
+    """Every prompt answered once at every temperature in `temperatures` (0 = greedy) -> SequenceData.
+
+    Batches of `batch_size` prompts are left padded; a response ends at its first EOS (kept) or after
+    `max_new_tokens` tokens. Sampling uses the plain temperature-scaled distribution (no top-k/top-p)."""
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    temperatures = [check_temperature("temperatures entry", t, allow_zero=True) for t in temperatures]
+    if not temperatures:
+        raise ValueError("temperatures must list at least one temperature (0 = greedy)")
+    device = model.get_input_embeddings().weight.device
+    eos = model.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
+    encoded = [chat_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
+    jobs = [(i, t) for t in temperatures for i in range(len(encoded))]
+    sequences, prompt_lens, prompt_ids, temps = [], [], [], []
+    torch.manual_seed(seed)
+    for start in tqdm(range(0, len(jobs), batch_size), desc="generating responses", unit="batch"):
+        chunk = jobs[start:start + batch_size]
+        width = max(len(encoded[i]) for i, _ in chunk)
+        ids = torch.full((len(chunk), width), pad, dtype=torch.long)  # [b, width] left padded
+        attention = torch.zeros_like(ids)
+        for row, (i, _) in enumerate(chunk):
+            ids[row, width - len(encoded[i]):] = torch.tensor(encoded[i])
+            attention[row, width - len(encoded[i]):] = 1
+        for temperature in sorted({t for _, t in chunk}):
+            rows = [r for r, (_, t) in enumerate(chunk) if t == temperature]
+            sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 \
+                else dict(do_sample=False)
+            out = model.generate(input_ids=ids[rows].to(device), attention_mask=attention[rows].to(device),
+                                 max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
+            for row, generated in zip(rows, out[:, width:].tolist()):
+                i = chunk[row][0]
+                end = next((k + 1 for k, tok in enumerate(generated) if tok in eos), len(generated))
+                sequences.append(encoded[i] + generated[:end])
+                prompt_lens.append(len(encoded[i]))
+                prompt_ids.append(i)
+                temps.append(temperature)
+    return SequenceData.from_lists(sequences, prompt_lens, prompt_ids, temps)

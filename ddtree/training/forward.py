@@ -1,0 +1,125 @@
+"""The training forward of a DFlashDrafter: many anchors (blocks) per sequence, a batch of sequences, one pass.
+
+For anchor a of sequence n the block is [tokens[n, a], MASK x (B-1)] at positions a..a+B-1; it sees the drafter
+context (projected target features) of positions < a (within the sliding window for sliding layers) and its own
+block, non-causally, and no other block. This is exactly what DFlashDrafter.forward computes at inference for a
+context of length a, reusing the drafter's own submodules (tests/test_trained_drafter.py checks the equality).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ddtree.models.drafter import DFlashDrafter, apply_rope, rope_cos_sin
+
+
+def sample_anchors(prompt_lens, lengths, num_anchors: int, generator=None):
+    """Random anchors in the responses -> (anchors  # [N, A] long, valid  # [N, A] bool).
+
+    Anchor a of sequence n is drawn uniformly without replacement from prompt_lens[n] <= a <= lengths[n] - 2
+    (the first response token can be an anchor, and at least one label must follow); rows with fewer candidates
+    than A get invalid (valid False, anchor 0) slots. prompt_lens, lengths  # [N] long."""
+    if num_anchors < 1:
+        raise ValueError(f"num_anchors must be >= 1, got {num_anchors}")
+    width = int(lengths.max())
+    positions = torch.arange(width, device=lengths.device)[None, :]  # [1, T]
+    allowed = (positions >= prompt_lens[:, None]) & (positions <= lengths[:, None] - 2)  # [N, T]
+    scores = torch.rand(allowed.shape, generator=generator, device=lengths.device).masked_fill(~allowed, -1.0)
+    top, anchors = scores.topk(min(num_anchors, width), dim=1)  # [N, A]
+    valid = top >= 0
+    return anchors.masked_fill(~valid, 0), valid
+
+
+def block_visibility(anchors, context_len: int, block_size: int, windows):
+    """Per drafter layer, a bool mask [N, A*B, T + A*B] (True = may attend): block j of a row sees context
+    positions < anchors[j] (and > p - window for a block query at position p in a sliding layer) and its own
+    block. Layers with equal windows share one tensor."""
+    n, a = anchors.shape
+    device = anchors.device
+    query_pos = (anchors[:, :, None] + torch.arange(block_size, device=device)).reshape(n, a * block_size)  # [N, AB]
+    query_anchor = anchors.repeat_interleave(block_size, dim=1)  # [N, AB]
+    ctx_pos = torch.arange(context_len, device=device)
+    ctx_visible = ctx_pos[None, None, :] < query_anchor[:, :, None]  # [N, AB, T]
+    block_id = torch.arange(a, device=device).repeat_interleave(block_size)  # [AB]
+    own_block = (block_id[:, None] == block_id[None, :]).expand(n, -1, -1)  # [N, AB, AB]
+    masks = {}
+    for window in set(windows):
+        visible = ctx_visible if window is None else \
+            ctx_visible & (ctx_pos[None, None, :] > query_pos[:, :, None] - window)
+        masks[window] = torch.cat([visible, own_block], dim=2)
+    return [masks[w] for w in windows]
+
+
+def _attention(attn, x, cos, sin, ctx_keys, ctx_values, visible):
+    """Batched Attention.forward: x  # [N, Q, hidden] (normed block); cos/sin  # [N*Q, head_dim];
+    ctx_keys/values  # [N, T, kv_heads, head_dim]; visible  # [N, Q, T + Q] -> [N, Q, hidden]."""
+    n, q, hidden = x.shape
+    flat = x.reshape(n * q, hidden)
+    queries = apply_rope(attn.q_norm(attn.q_proj(flat).view(n * q, attn.heads, attn.head_dim)), cos, sin)
+    block_keys, block_values = attn.keys_values(flat, cos, sin)  # [N*Q, kv_heads, head_dim]
+    keys = torch.cat([ctx_keys, block_keys.view(n, q, attn.kv_heads, attn.head_dim)], dim=1)  # [N, T+Q, kv, d]
+    values = torch.cat([ctx_values, block_values.view(n, q, attn.kv_heads, attn.head_dim)], dim=1)
+    group, dtype = attn.heads // attn.kv_heads, values.dtype  # under autocast: the projections' bf16
+    out = F.scaled_dot_product_attention(  # [N, heads, Q, head_dim]
+        queries.view(n, q, attn.heads, attn.head_dim).transpose(1, 2).to(dtype),
+        keys.transpose(1, 2).repeat_interleave(group, dim=1).to(dtype),
+        values.transpose(1, 2).repeat_interleave(group, dim=1),
+        attn_mask=visible[:, None], scale=attn.head_dim ** -0.5)
+    return attn.o_proj(out.transpose(1, 2).reshape(n, q, attn.heads * attn.head_dim))
+
+
+def training_forward(drafter: DFlashDrafter, embed_table, features, tokens, anchors):
+    """-> hidden  # [N, A, B, hidden] after the drafter's final norm (apply the target's lm_head for logits).
+
+    embed_table  # [vocab, hidden] (the target's input embeddings); features  # [N, T, len(ids) * hidden] (target
+    features of every position); tokens  # [N, T]; anchors  # [N, A] with 1 <= anchor < T."""
+    config = drafter.config
+    n, t, _ = features.shape
+    a, b = anchors.shape[1], config.block_size
+    ctx = drafter.hidden_norm(drafter.fc(features))  # [N, T, hidden]
+    ctx_cos, ctx_sin = rope_cos_sin(torch.arange(t, device=features.device).repeat(n), config.head_dim,
+                                    config.rope_theta, ctx.dtype)  # [N*T, head_dim]
+    block = torch.full((n, a, b), config.mask_token_id, dtype=torch.long, device=tokens.device)  # [N, A, B]
+    block[:, :, 0] = tokens.gather(1, anchors)
+    positions = anchors[:, :, None] + torch.arange(b, device=anchors.device)  # [N, A, B]
+    hidden = F.embedding(block, embed_table).reshape(n, a * b, -1).to(ctx.dtype)  # [N, AB, hidden]
+    cos, sin = rope_cos_sin(positions.reshape(-1), config.head_dim, config.rope_theta, ctx.dtype)  # [N*AB, d]
+    masks = block_visibility(anchors, t, b, [config.window(i) for i in range(config.num_hidden_layers)])
+    flat_ctx = ctx.reshape(n * t, -1)
+    for layer, visible in zip(drafter.layers, masks):
+        keys, values = layer.self_attn.keys_values(flat_ctx, ctx_cos, ctx_sin)  # [N*T, kv_heads, head_dim]
+        keys, values = keys.view(n, t, *keys.shape[1:]), values.view(n, t, *values.shape[1:])
+        hidden = hidden + _attention(layer.self_attn, layer.input_layernorm(hidden), cos, sin, keys, values, visible)
+        hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+    return drafter.norm(hidden).view(n, a, b, -1)
+
+
+def depth_weights(block_size: int, gamma: float, device=None):
+    """Loss weight of block positions 1..B-1: exp(-(k - 1) / gamma)  # [B - 1]."""
+    k = torch.arange(1, block_size, device=device, dtype=torch.float32)
+    return torch.exp(-(k - 1) / gamma) if math.isfinite(gamma) else torch.ones_like(k)
+
+
+def block_loss(hidden, lm_head, tokens, lengths, anchors, valid, gamma: float):
+    """Weighted cross-entropy of the B-1 masked positions -> (loss, stats).
+
+    hidden  # [N, A, B, hidden]; labels of block position k are tokens[n, a + k] where a + k < lengths[n].
+    stats: per-depth top-1 accuracy  # [B-1], the mean accepted chain length 1 + (leading correct positions,
+    counting a label past the sequence end as a miss), and the number of supervised tokens."""
+    n, a, b, _ = hidden.shape
+    label_pos = anchors[:, :, None] + torch.arange(1, b, device=anchors.device)  # [N, A, B-1]
+    in_seq = (label_pos < lengths[:, None, None]) & valid[:, :, None]
+    labels = tokens.gather(1, label_pos.clamp_max(tokens.shape[1] - 1).reshape(n, -1)).view(n, a, b - 1)
+    logits = lm_head(hidden[:, :, 1:][in_seq]).float()  # [M, vocab]
+    weights = depth_weights(b, gamma, hidden.device).expand(n, a, b - 1)[in_seq]  # [M]
+    losses = F.cross_entropy(logits, labels[in_seq], reduction="none")
+    loss = (losses * weights).sum() / weights.sum()
+    with torch.no_grad():
+        correct = torch.zeros(n, a, b - 1, dtype=torch.bool, device=hidden.device)
+        correct[in_seq] = logits.argmax(-1) == labels[in_seq]
+        depth_acc = correct.sum((0, 1)).float() / in_seq.sum((0, 1)).clamp_min(1)
+        accepted = 1 + correct.int().cumprod(-1).sum(-1).float()  # [N, A]
+        chain = accepted[valid].mean()
+    return loss, {"depth_acc": depth_acc, "chain_accept": chain, "tokens": int(in_seq.sum())}

@@ -1,0 +1,238 @@
+"""Training and held-out prompts from offline material: Python standard-library docstrings turned into coding and
+explanation requests, plus hand-written instruction templates over topic and task lists.
+
+Deterministic for a given Python version (docstrings differ between versions), so the result is committed as
+ddtree/training/data/prompts.json; rebuild it with `python -m ddtree.training.prompts`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import random
+import sys
+import warnings
+from pathlib import Path
+
+PROMPTS_FILE = Path(__file__).resolve().parent / "data" / "prompts.json"
+
+# Modules that are safe to import (no side effects, no GUI) and rich in documented public functions.
+STDLIB_MODULES = (
+    "abc", "argparse", "array", "ast", "base64", "binascii", "bisect", "builtins", "bz2", "calendar", "cmath",
+    "codecs", "collections", "colorsys", "concurrent.futures", "configparser", "contextlib", "contextvars", "copy",
+    "csv", "dataclasses", "datetime", "decimal", "difflib", "dis", "email.message", "email.utils", "enum", "errno",
+    "filecmp", "fileinput", "fnmatch", "fractions", "functools", "gc", "getpass", "gettext", "glob", "graphlib",
+    "gzip", "hashlib", "heapq", "hmac", "html", "html.parser", "http.client", "importlib", "inspect", "io",
+    "ipaddress", "itertools", "json", "keyword", "locale", "logging", "lzma", "math", "mimetypes", "numbers",
+    "operator", "os", "os.path", "pathlib", "pickle", "platform", "pprint", "queue", "random", "re", "reprlib",
+    "sched", "secrets", "select", "selectors", "shelve", "shlex", "shutil", "signal", "socket", "sqlite3", "stat",
+    "statistics", "string", "struct", "subprocess", "sys", "tarfile", "tempfile", "textwrap", "threading", "time",
+    "timeit", "tokenize", "traceback", "types", "typing", "unicodedata", "unittest", "urllib.parse",
+    "urllib.request", "uuid", "warnings", "wave", "weakref", "xml.etree.ElementTree", "zipfile", "zlib",
+)
+BUILTIN_TYPES = ("str", "bytes", "list", "dict", "set", "frozenset", "tuple", "int", "float", "complex",
+                 "bytearray", "range", "memoryview")
+MAX_DOC_CHARS = 400
+
+DOC_TEMPLATES = (
+    "Explain what `{name}` does in Python and show a short example.",
+    "What does `{name}` return? Give an example.",
+    "Write a short Python example that uses `{name}` and explain each line.",
+    "Here is the documentation of `{name}`:\n\n{doc}\n\nSummarize it in plain words for a beginner.",
+    "Here is the documentation of `{name}`:\n\n{doc}\n\nWrite a Python function that uses it in a realistic task.",
+    "Write a Python function that does the following, without using `{name}`: {summary}",
+    "Write a unit test with `unittest` for `{name}`.",
+    "What are common mistakes when using `{name}`, and how can I avoid them?",
+    "When should I use `{name}` in Python? Compare it with an alternative.",
+    "Documentation:\n{doc}\n\nWhich Python function is this, and how do I call it?",
+    "I am reading code that calls `{name}`. What is it for?",
+    "Show how to use `{name}` in a small command-line script.",
+)
+
+TOPICS = (
+    "photosynthesis", "the water cycle", "black holes", "plate tectonics", "the French Revolution", "the Roman Empire",
+    "the printing press", "vaccines", "climate change", "the human heart", "DNA", "gravity", "electricity",
+    "magnetism", "volcanoes", "earthquakes", "the Moon", "the solar system", "rainbows", "the immune system",
+    "the Industrial Revolution", "ancient Egypt", "the Renaissance", "World War I", "the Cold War", "democracy",
+    "inflation", "supply and demand", "compound interest", "budgeting", "renewable energy", "solar panels",
+    "wind turbines", "nuclear power", "recycling", "the ocean tides", "coral reefs", "rainforests", "deserts",
+    "honeybees", "dinosaurs", "evolution", "the periodic table", "chemical reactions", "acids and bases",
+    "the speed of light", "sound waves", "the internet", "email", "cloud computing", "encryption", "passwords",
+    "machine learning", "neural networks", "databases", "operating systems", "compilers", "open source software",
+    "version control with git", "unit testing", "recursion", "binary numbers", "sorting algorithms",
+    "hash tables", "linked lists", "binary search", "big-O notation", "object-oriented programming",
+    "functional programming", "regular expressions", "HTTP", "JSON", "SQL", "APIs", "the command line",
+    "sleep", "exercise", "healthy eating", "meditation", "time management", "public speaking", "learning a language",
+    "writing a resume", "job interviews", "teamwork", "leadership", "critical thinking", "the scientific method",
+    "statistics", "probability", "prime numbers", "fractions", "geometry", "the Pythagorean theorem", "calculus",
+    "logarithms", "music theory", "jazz", "painting", "photography", "chess", "football", "the Olympic Games",
+    "coffee", "tea", "bread baking", "gardening", "composting", "cats", "dogs", "birds migrating", "whales",
+    "the Great Wall of China", "the pyramids", "Mount Everest", "the Amazon river", "the Sahara", "Antarctica",
+    "Shakespeare", "poetry", "novels", "fairy tales", "libraries", "museums", "trains", "airplanes", "bicycles",
+    "electric cars", "rockets", "satellites", "the Mars rovers", "telescopes", "microscopes", "batteries",
+    "smartphones", "3D printing", "robots", "friendship", "kindness", "saving money", "moving to a new city",
+)
+
+TOPIC_TEMPLATES = (
+    "Explain {topic} to a ten-year-old.", "What is {topic}?", "Give me three interesting facts about {topic}.",
+    "Write a short paragraph about {topic}.", "Write a short poem about {topic}.", "Summarize {topic} in five bullet points.",
+    "What are the main advantages and disadvantages of {topic}?", "Write a haiku about {topic}.",
+    "Describe {topic} in simple terms.", "Why is {topic} important?", "Write a short story that involves {topic}.",
+    "What are common misconceptions about {topic}?", "Create a quiz with three questions about {topic}.",
+    "How would you teach {topic} to a beginner?", "Write a tweet about {topic}.",
+    "Compare {topic} and {other}.", "What is the history of {topic}?", "List five key terms related to {topic} "
+    "and define each.", "Write an introduction for an essay about {topic}.", "Give me a fun fact about {topic}.",
+    "What questions do people often ask about {topic}? Answer two of them.", "Explain {topic} in one sentence.",
+    "Write a dialogue between a teacher and a student about {topic}.", "What should everyone know about {topic}?",
+    "Describe a day in the life of someone who works with {topic}.", "Write a product description inspired by {topic}.",
+    "How has {topic} changed over the last hundred years?", "Give me a study plan to learn about {topic} in a week.",
+    "Write a limerick about {topic}.", "What would the world be like without {topic}?",
+)
+
+CODING_TASKS = (
+    "reverses a string", "checks whether a string is a palindrome", "counts the vowels in a string",
+    "returns the n-th Fibonacci number", "computes the factorial of a number", "checks whether a number is prime",
+    "finds all prime numbers below n", "sorts a list with bubble sort", "implements binary search",
+    "merges two sorted lists", "removes duplicates from a list while keeping the order", "flattens a nested list",
+    "counts word frequencies in a text", "finds the longest word in a sentence", "converts Celsius to Fahrenheit",
+    "computes the greatest common divisor of two numbers", "checks whether two strings are anagrams",
+    "returns the second largest number in a list", "rotates a list by k positions", "transposes a matrix",
+    "multiplies two matrices", "reads a CSV file and prints its rows", "writes a dictionary to a JSON file",
+    "validates an email address with a regular expression", "generates a random password",
+    "implements a stack class", "implements a queue with two stacks", "reverses a linked list",
+    "computes the depth of a binary tree", "performs a breadth-first search on a graph",
+    "performs a depth-first search on a graph", "finds the shortest path with Dijkstra's algorithm",
+    "implements FizzBuzz", "converts a decimal number to binary", "converts a Roman numeral to an integer",
+    "counts the lines in a file", "finds the most common element in a list", "chunks a list into pieces of size n",
+    "computes the running average of a list", "capitalizes the first letter of every word",
+    "checks whether parentheses in a string are balanced", "computes the edit distance between two strings",
+    "implements a simple LRU cache", "parses a URL into its parts", "retries a failing function call up to three times",
+    "implements quicksort", "implements merge sort", "finds the maximum subarray sum",
+    "returns all permutations of a list", "returns all subsets of a set", "computes the power set of a string",
+    "groups words that are anagrams", "computes the median of a list", "normalizes a list of numbers to [0, 1]",
+    "implements a simple calculator", "simulates rolling two dice many times", "computes a moving window maximum",
+    "checks whether a year is a leap year", "formats a number with thousands separators",
+    "converts snake_case to camelCase", "strips HTML tags from a string", "counts the characters in a file",
+    "implements a binary search tree with insert and search", "finds the intersection of two lists",
+    "computes the dot product of two vectors", "implements a countdown timer", "finds duplicates in a list",
+    "sums the digits of a number", "checks whether a list is sorted", "implements run-length encoding",
+)
+
+CODING_TEMPLATES = (
+    "Write a Python function that {task}.", "Write a Python function that {task}. Include a docstring.",
+    "Write a Python function that {task} and add type hints.", "Write a Python program that {task}.",
+    "Write a JavaScript function that {task}.", "Write a function in C that {task}.",
+    "How do I write a Python function that {task}? Explain the approach first.",
+    "Write a Python function that {task}, then explain its time complexity.",
+    "Write a Python function that {task} and a few tests for it.",
+    "Write a short, readable Python solution: a function that {task}.",
+    "Show me two different ways in Python to write a function that {task}.",
+    "Write a recursive Python function that {task}, if recursion makes sense; otherwise explain why not.",
+)
+
+
+def doc_items() -> list[tuple[str, str]]:
+    """(qualified name, cleaned docstring) of public documented functions, classes and methods of
+    STDLIB_MODULES and of the builtin types, sorted by name."""
+    items = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for module_name in STDLIB_MODULES:
+            module = importlib.import_module(module_name)
+            for name, obj in inspect.getmembers(module):
+                if name.startswith("_") or not (inspect.isroutine(obj) or inspect.isclass(obj)):
+                    continue
+                home = getattr(obj, "__module__", None) or ""
+                if module_name != "builtins" and not home.lstrip("_").startswith(module_name.split(".")[0]):
+                    continue
+                items[f"{module_name}.{name}" if module_name != "builtins" else name] = obj
+        for type_name in BUILTIN_TYPES:
+            cls = getattr(importlib.import_module("builtins"), type_name)
+            for name, obj in vars(cls).items():
+                if not name.startswith("_") and callable(obj):
+                    items[f"{type_name}.{name}"] = obj
+    out = []
+    for qualname, obj in sorted(items.items()):
+        doc = clean_doc(inspect.getdoc(obj) or "")
+        if len(doc) >= 20:
+            out.append((qualname, doc))
+    return out
+
+
+def clean_doc(doc: str) -> str:
+    """The first paragraphs of a docstring, at most MAX_DOC_CHARS characters, cut at a paragraph or word."""
+    doc = doc.strip()
+    if len(doc) <= MAX_DOC_CHARS:
+        return doc
+    cut = doc[:MAX_DOC_CHARS]
+    return (cut[:cut.rfind("\n\n")] if "\n\n" in cut else cut[:cut.rfind(" ")]).strip()
+
+
+def summary_line(doc: str) -> str:
+    """The docstring's first sentence, as a request (signature lines such as `f(x) -> y` skipped)."""
+    lines = [line for line in doc.split("\n\n") if "(" not in line.split(" ")[0] or " " in line.strip()]
+    first = (lines[0] if lines else doc).replace("\n", " ").strip()
+    return first.split(". ")[0].rstrip(".") + "."
+
+
+def build_prompts(seed: int = 0) -> list[dict]:
+    """All prompts as {"kind", "prompt"} dicts, in a seeded shuffled order."""
+    rng = random.Random(seed)
+    prompts = []
+    for qualname, doc in doc_items():
+        for template in rng.sample(DOC_TEMPLATES, 2):
+            text = template.format(name=qualname, doc=doc, summary=summary_line(doc))
+            prompts.append({"kind": "stdlib", "prompt": text})
+    for topic in TOPICS:
+        for template in rng.sample(TOPIC_TEMPLATES, 8):
+            text = template.format(topic=topic, other=rng.choice([t for t in TOPICS if t != topic]))
+            prompts.append({"kind": "topic", "prompt": text[0].upper() + text[1:]})
+    for task in CODING_TASKS:
+        for template in rng.sample(CODING_TEMPLATES, 6):
+            prompts.append({"kind": "coding", "prompt": template.format(task=task)})
+    unique = list({p["prompt"]: p for p in prompts}.values())
+    rng.shuffle(unique)
+    return unique
+
+
+def split_prompts(prompts: list[dict], heldout: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """(train, heldout): `heldout` prompts drawn per kind in proportion (at least one of each kind), seeded."""
+    if not 0 < heldout < len(prompts):
+        raise ValueError(f"heldout must be in (0, {len(prompts)}), got {heldout}")
+    rng = random.Random(seed + 1)
+    kinds = sorted({p["kind"] for p in prompts})
+    chosen = set()
+    for kind in kinds:
+        indices = [i for i, p in enumerate(prompts) if p["kind"] == kind]
+        chosen.update(rng.sample(indices, max(1, round(heldout * len(indices) / len(prompts)))))
+    held = [prompts[i] for i in sorted(chosen)]
+    # Interleave kinds so that any prefix of the held-out list mixes them (benchmarks take the first few).
+    by_kind = [[p for p in held if p["kind"] == kind] for kind in kinds]
+    mixed = [group[i] for i in range(max(map(len, by_kind))) for group in by_kind if i < len(group)]
+    return [p for i, p in enumerate(prompts) if i not in chosen], mixed
+
+
+def load_prompts(path=PROMPTS_FILE) -> tuple[list[str], list[str]]:
+    """(train prompts, held-out prompts) as strings, from the committed prompts file."""
+    data = json.loads(Path(path).read_text())
+    return [p["prompt"] for p in data["train"]], [p["prompt"] for p in data["heldout"]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=PROMPTS_FILE)
+    parser.add_argument("--heldout", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    train, heldout = split_prompts(build_prompts(args.seed), args.heldout, args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"python": sys.version.split()[0], "seed": args.seed, "train_count": len(train),
+            "heldout_count": len(heldout)}
+    args.out.write_text(json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
+    kinds = {kind: sum(p["kind"] == kind for p in train) for kind in sorted({p["kind"] for p in train})}
+    print(f"wrote {args.out}: {len(train)} train prompts {kinds}, {len(heldout)} held out")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Train a DFlash drafter for the embedded SmolLM2 target by self-distillation, in one command:
+
+  generate responses to the training prompts with the target (or load them with --data), then train the drafter
+  with random anchors per response (ddtree.training.forward) until --steps or --seconds, writing to --out:
+  data.npz (the sequences), log.jsonl (train/val metrics), train.log is the caller's, ckpt/ (bf16 drafter
+  folder, shards <= 15 MB). See ddtree/training/README.md for the commands used for the shipped drafter.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ddtree.models import DFlashDrafter, load_target, random_drafter_for
+from ddtree.models.pair import spread_layer_ids
+from ddtree.training.data import SequenceData, generate_responses
+from ddtree.training.forward import block_loss, sample_anchors, training_forward
+from ddtree.training.prompts import PROMPTS_FILE, load_prompts
+
+# <empty_output> (id 16): a Jupyter-notebook marker of SmolLM2's pretraining vocabulary that chat text never
+# contains (the chat template uses <|im_start|>/<|im_end|> only); the drafter only needs a fixed, distinct embedding.
+MASK_TOKEN_ID = 16
+
+
+def target_features(target, tokens, layer_ids):
+    """Target features of every position of right-padded `tokens`  # [N, T] -> [N, T, len(ids) * hidden]
+    (layer id l = hidden_states[l + 1], as ddtree.models.target_forward; padding only follows real tokens)."""
+    with torch.no_grad():
+        out = target(input_ids=tokens, output_hidden_states=True, logits_to_keep=1)
+        return torch.cat([out.hidden_states[layer + 1] for layer in layer_ids], dim=-1)
+
+
+def make_batch(data: SequenceData, index, device):
+    """Right-padded tokens  # [N, T] long, lengths  # [N], prompt_lens  # [N] for sequences `index`."""
+    sequences = [data.sequence(i) for i in index]
+    lengths = torch.tensor([len(s) for s in sequences])
+    tokens = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        tokens[row, :len(seq)] = torch.from_numpy(seq.astype(np.int64))
+    prompt_lens = torch.from_numpy(data.prompt_lens[index].astype(np.int64))
+    return tokens.to(device), lengths.to(device), prompt_lens.to(device)
+
+
+def step_metrics(drafter, target, batch, num_anchors, gamma, generator, autocast):
+    """Loss and stats of one batch (random anchors from `generator`)."""
+    tokens, lengths, prompt_lens = batch
+    anchors, valid = sample_anchors(prompt_lens, lengths, num_anchors, generator)
+    features = target_features(target, tokens, drafter.config.target_layer_ids)
+    with autocast():
+        hidden = training_forward(drafter, target.get_input_embeddings().weight, features, tokens, anchors)
+        return block_loss(hidden, target.get_output_embeddings(), tokens, lengths, anchors, valid, gamma)
+
+
+def learning_rate(step: int, progress: float, peak: float, warmup: int, floor: float = 0.1) -> float:
+    """Linear warmup over the first `warmup` steps, then cosine decay to floor * peak as `progress` (the fraction
+    of the step or time budget used) goes from 0 to 1."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+@torch.no_grad()
+def evaluate(drafter, target, data: SequenceData, args, autocast) -> dict:
+    """Validation loss and chain-acceptance proxy on the greedy sequences of `data`, fixed anchors."""
+    drafter.eval()
+    greedy = np.flatnonzero(data.temperatures == 0)[:args.val_sequences]
+    generator = torch.Generator(device=args.device).manual_seed(1234)
+    totals = {"loss": 0.0, "chain_accept": 0.0, "depth_acc": 0.0}
+    batches = range(0, len(greedy), args.batch_size)
+    for start in batches:
+        batch = make_batch(data, greedy[start:start + args.batch_size], args.device)
+        loss, stats = step_metrics(drafter, target, batch, args.anchors, args.gamma, generator, autocast)
+        totals["loss"] += float(loss) / len(batches)
+        totals["chain_accept"] += float(stats["chain_accept"]) / len(batches)
+        totals["depth_acc"] += stats["depth_acc"].cpu() / len(batches)
+    drafter.train()
+    return {"val_loss": totals["loss"], "val_chain_accept": totals["chain_accept"],
+            "val_depth_acc": [round(x, 4) for x in totals["depth_acc"].tolist()]}
+
+
+def save_checkpoint(drafter: DFlashDrafter, folder: Path) -> None:
+    """The drafter in bfloat16 (the loader casts to the target's dtype), shards <= 15 MB."""
+    copy.deepcopy(drafter).to(torch.bfloat16).save_pretrained(folder, max_shard_mb=15)
+
+
+def train(drafter, target, train_data: SequenceData, val_data: SequenceData, args) -> None:
+    """AdamW on the drafter (target frozen) until args.steps or args.seconds; logs to args.out/log.jsonl."""
+    cuda = args.device.startswith("cuda")
+    device_type = "cuda" if cuda else "cpu"
+    autocast = lambda: torch.autocast(device_type, dtype=torch.bfloat16, enabled=cuda)  # noqa: E731
+    optimizer = torch.optim.AdamW(drafter.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01,
+                                  **({"fused": True} if cuda else {}))
+    generator = torch.Generator(device=args.device).manual_seed(args.seed)
+    order_rng = np.random.default_rng(args.seed)
+    log = (args.out / "log.jsonl").open("a")
+    order, cursor, step = order_rng.permutation(len(train_data)), 0, 0
+    t0 = last_save = time.perf_counter()
+    bar = tqdm(total=args.steps, desc="training", unit="step")
+    drafter.train()
+    while True:
+        elapsed = time.perf_counter() - t0
+        progress = max(step / args.steps if args.steps else 0.0, elapsed / args.seconds if args.seconds else 0.0)
+        if progress >= 1:
+            break
+        if cursor + args.batch_size > len(order):
+            order, cursor = order_rng.permutation(len(train_data)), 0
+        batch = make_batch(train_data, order[cursor:cursor + args.batch_size], args.device)
+        cursor += args.batch_size
+        lr = learning_rate(step, progress, args.lr, args.warmup)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        loss, stats = step_metrics(drafter, target, batch, args.anchors, args.gamma, generator, autocast)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        bar.update()
+        if step % args.log_every == 0:
+            record = {"step": step, "elapsed": round(time.perf_counter() - t0, 1),
+                      "loss": round(loss.item(), 4), "chain_accept": round(float(stats["chain_accept"]), 3),
+                      "depth_acc_1_4": [round(x, 3) for x in stats["depth_acc"][:4].tolist()],
+                      "lr": float(f"{lr:.4g}"), "grad_norm": round(float(grad_norm), 3), "tokens": stats["tokens"]}
+            if step % args.val_every == 0:
+                record |= evaluate(drafter, target, val_data, args, autocast)
+            log.write(json.dumps(record) + "\n")
+            log.flush()
+            bar.write(json.dumps(record))
+        if time.perf_counter() - last_save > args.save_every:
+            save_checkpoint(drafter, args.out / "ckpt")
+            last_save = time.perf_counter()
+    bar.close()
+    final = {"step": step, "elapsed": round(time.perf_counter() - t0, 1), "final": True}
+    final |= evaluate(drafter, target, val_data, args, autocast)
+    log.write(json.dumps(final) + "\n")
+    log.close()
+    print(json.dumps(final))
+    save_checkpoint(drafter, args.out / "ckpt")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for data.npz, log.jsonl and ckpt/")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    data = parser.add_argument_group("data")
+    data.add_argument("--data", type=Path, nargs="+", help="data.npz files of earlier runs, trained on too")
+    data.add_argument("--prompts", type=Path, default=PROMPTS_FILE)
+    data.add_argument("--max-prompts", type=int, help="use only the first N training prompts")
+    data.add_argument("--temperatures", type=float, nargs="*", default=[0.0, 0.7],
+                      help="generate a response per prompt at each (0 = greedy); none: no generation")
+    data.add_argument("--max-new-tokens", type=int, default=256)
+    data.add_argument("--gen-batch", type=int, default=1024)
+    data.add_argument("--val-prompts", type=int, default=64, help="training prompts kept out for validation")
+    data.add_argument("--val-sequences", type=int, default=64)
+    model = parser.add_argument_group("drafter")
+    model.add_argument("--init-from", type=Path, help="continue from a drafter folder")
+    model.add_argument("--layers", type=int, default=3)
+    model.add_argument("--layer-ids", type=int, nargs="+", help="target layer ids (default: 5 spread ids)")
+    model.add_argument("--block-size", type=int, default=16)
+    model.add_argument("--mask-token-id", type=int, default=MASK_TOKEN_ID)
+    opt = parser.add_argument_group("optimisation")
+    opt.add_argument("--steps", type=int, help="number of steps (with --seconds too: whichever ends first)")
+    opt.add_argument("--seconds", type=float, help="wall-clock training budget")
+    opt.add_argument("--stop-at", type=float, help="end training this many seconds after the command started "
+                                                   "(sets --seconds after data generation; 15 s kept for the end)")
+    opt.add_argument("--batch-size", type=int, default=64)
+    opt.add_argument("--anchors", type=int, default=32, help="anchors (blocks) per sequence")
+    opt.add_argument("--lr", type=float, default=6e-4)
+    opt.add_argument("--warmup", type=int, default=100)
+    opt.add_argument("--gamma", type=float, default=7.0, help="loss weight exp(-(k-1)/gamma) at block position k")
+    opt.add_argument("--log-every", type=int, default=25)
+    opt.add_argument("--val-every", type=int, default=250)
+    opt.add_argument("--save-every", type=float, default=120.0, help="seconds between checkpoints")
+    args = parser.parse_args(argv)
+    if not (args.steps or args.seconds or args.stop_at):
+        parser.error("give --steps, --seconds or --stop-at")
+    return args
+
+
+def main(argv=None) -> None:
+    started = time.perf_counter()
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    t0 = time.perf_counter()
+    target, tokenizer = load_target(device=args.device)
+    print(f"target loaded on {args.device} in {time.perf_counter() - t0:.1f} s", flush=True)
+    prompts, _ = load_prompts(args.prompts)  # the held-out prompts are never used here
+    prompts = prompts[:args.max_prompts]
+    parts = [SequenceData.load(path) for path in args.data or ()]
+    if args.temperatures:
+        t0 = time.perf_counter()
+        parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, batch_size=args.gen_batch,
+                                        max_new_tokens=args.max_new_tokens, seed=args.seed))
+        parts[-1].save(args.out / "data.npz")
+        print(f"generated {len(parts[-1])} sequences, {len(parts[-1].tokens)} tokens in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+    data = SequenceData.concat(parts)
+    if (data.tokens == args.mask_token_id).any():
+        print(f"warning: mask token id {args.mask_token_id} occurs in the data", flush=True)
+    train_data, val_data = data.split(range(len(prompts) - args.val_prompts, len(prompts)))
+    if args.init_from:
+        drafter = DFlashDrafter.from_pretrained(args.init_from, device=args.device, dtype=torch.float32)
+    else:
+        layers = target.config.num_hidden_layers
+        drafter = random_drafter_for(target, num_layers=args.layers, block_size=args.block_size, seed=args.seed,
+                                     target_layer_ids=args.layer_ids or spread_layer_ids(layers, 5),
+                                     mask_token_id=args.mask_token_id)
+    drafter = drafter.float().requires_grad_(True)
+    config = drafter.config
+    print(f"drafter: {config.num_hidden_layers} layers, target_layer_ids {list(config.target_layer_ids)}, "
+          f"mask {config.mask_token_id}, {sum(p.numel() for p in drafter.parameters()) / 1e6:.1f} M parameters; "
+          f"{len(train_data)} train / {len(val_data)} val sequences", flush=True)
+    with (args.out / "log.jsonl").open("a") as log:
+        log.write(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "train_sequences": len(train_data),
+                              "train_tokens": int(train_data.offsets[-1])}) + "\n")
+    if args.stop_at:
+        args.seconds = args.stop_at - 15 - (time.perf_counter() - started)
+        print(f"training for {args.seconds:.0f} s", flush=True)
+    train(drafter, target, train_data, val_data, args)
+
+
+if __name__ == "__main__":
+    main()
