@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from datetime import date
 from pathlib import Path
 
 import torch
 
 import ddtree
+from bench_tree_build import median_ms  # host timing, shared with the CPU benchmark (run from bench/)
 from ddtree.kernels.tree_build import build_trees_device, to_draft_trees
 
 FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
@@ -31,15 +31,6 @@ def gpu_ms(fn, repeats: int) -> float:
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def host_ms(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
 
 
@@ -62,7 +53,7 @@ def main() -> None:
             want = ddtree.build_trees(logits, budget)  # same device log-softmax as the GPU build
             same = all(torch.equal(getattr(a, f), getattr(b, f)) for a, b in zip(got, want) for f in FIELDS)
             gpu = gpu_ms(lambda: build_trees_device(logits, budget), args.repeats)
-            host = host_ms(lambda: ddtree.build_trees(logits_cpu, budget), max(2, args.repeats // 2))
+            host = median_ms(lambda: ddtree.build_trees(logits_cpu, budget), max(2, args.repeats // 2))
             rows.append({"batch": batch, "budget": budget, "gpu_ms": round(gpu, 3), "host_ms": round(host, 2),
                          "same_trees": same})
             print(rows[-1], flush=True)

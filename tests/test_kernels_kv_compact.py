@@ -1,15 +1,10 @@
 """In-place KV compaction kernel vs ddtree.compact_kv (CPU: Triton interpreter; GPU: marked gpu)."""
-import os
-
 import pytest
 import torch
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernel modules' @triton.jit definitions
-
-from ddtree import build_tree, pack_verify_batch  # noqa: E402
-from ddtree.kernels.kv_compact import compact_kv_cache, compact_kv_cache_ref  # noqa: E402
-from ddtree.kernels.tree_verify import verify_greedy_tree_ref  # noqa: E402
+from ddtree import build_tree, pack_verify_batch
+from ddtree.kernels.kv_compact import compact_kv_cache, compact_kv_cache_ref
+from ddtree.kernels.tree_verify import verify_greedy_tree_ref
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -1,16 +1,11 @@
 """Tree-verify attention kernel vs its float64 torch reference (CPU: Triton interpreter; GPU: marked gpu)."""
-import os
-
 import pytest
 import torch
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernel modules' @triton.jit definitions
-
-from ddtree import build_tree, check_verify_batch, effective_mask, expected_mask, pack_verify_batch  # noqa: E402
-from ddtree.kernels.tree_attention import (ancestor_bitmask, padded_parents, tree_attention,  # noqa: E402
+from ddtree import build_tree, check_verify_batch, effective_mask, expected_mask, pack_verify_batch
+from ddtree.kernels.tree_attention import (ancestor_bitmask, padded_parents, tree_attention,
                                            tree_attention_custom_mask, tree_attention_ref, visible_from_parents)
-from ddtree.tree import visibility  # noqa: E402
+from ddtree.tree import visibility
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

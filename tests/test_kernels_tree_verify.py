@@ -1,17 +1,14 @@
 """Batched greedy / exact-sampled (rule B) verification kernels vs their torch references (CPU: interpreter)."""
-import os
 from collections import Counter
 
 import pytest
 import torch
-from scipy.stats import chisquare
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernel modules' @triton.jit definitions
+from exactness import chi_square_pvalue, exact_outcome_probs
 
-from ddtree import build_tree, pack_verify_batch, sampling_probs, verify_greedy_batch  # noqa: E402
-from ddtree.kernels import tree_verify  # noqa: E402
-from ddtree.kernels.tree_verify import (verify_greedy_tree, verify_greedy_tree_ref, verify_sampled_tree,  # noqa: E402
+from ddtree import build_tree, pack_verify_batch, sampling_probs, verify_greedy_batch
+from ddtree.kernels import tree_verify
+from ddtree.kernels.tree_verify import (verify_greedy_tree, verify_greedy_tree_ref, verify_sampled_tree,
                                         verify_sampled_tree_ref)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -86,38 +83,6 @@ def test_sampled_at_low_temperature_is_greedy():
     got = verify_sampled_tree(*tree_args(batch), probs.to(DEVICE), coins.to(DEVICE), residual.to(DEVICE))
     want = verify_greedy_tree_ref(*tree_args(batch), logits)
     assert all(torch.equal(a.cpu(), w) for a, w in zip(got, want))
-
-
-def exact_outcome_probs(tree, probs: torch.Tensor) -> dict:
-    """P(walk ends at node c with bonus b) when every committed token is a target sample: path(c) + [b]."""
-    reach = [1.0] * tree.n_nodes
-    for i in range(1, tree.n_nodes):
-        reach[i] = reach[int(tree.parents[i])] * float(probs[int(tree.parents[i]), tree.tokens[i]])
-    out = {}
-    for c in range(tree.n_nodes):
-        kids = {int(tree.tokens[k]) for k in tree.children(c)}
-        for b in range(probs.shape[1]):
-            if b not in kids:
-                out[(c, b)] = reach[c] * float(probs[c, b])
-    return out
-
-
-def chi_square_pvalue(outcomes: Counter, exact: dict, draws: int) -> float:
-    """Pearson's test over the outcomes with >= 5 expected draws, the rest pooled in one bin (folded into the
-    largest when it expects < 5 draws)."""
-    assert sum(exact.values()) == pytest.approx(1.0, abs=1e-9)
-    assert set(outcomes) <= set(exact), "a walk produced an impossible committed sequence"
-    big = [key for key, p in exact.items() if p * draws >= 5]
-    small = [key for key in exact if key not in big]
-    f_exp = [exact[key] * draws for key in big]
-    f_obs = [outcomes[key] for key in big]
-    if small:
-        f_exp.append(sum(exact[key] for key in small) * draws)
-        f_obs.append(sum(outcomes[key] for key in small))
-        if f_exp[-1] < 5:
-            f_exp[0] += f_exp.pop()
-            f_obs[0] += f_obs.pop()
-    return chisquare(f_obs, f_exp).pvalue
 
 
 def replicated_walks(batch, probs, draws: int, seed: int, same_uniform: bool = False) -> Counter:
