@@ -7,8 +7,6 @@ context of length a, reusing the drafter's own submodules (tests/test_trained_dr
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
@@ -98,8 +96,10 @@ def training_forward(drafter: DFlashDrafter, embed_table, features, tokens, anch
 
 def depth_weights(block_size: int, gamma: float, device=None):
     """Loss weight of block positions 1..B-1: exp(-(k - 1) / gamma)  # [B - 1]."""
+    if not gamma > 0:
+        raise ValueError(f"gamma must be > 0 (inf: equal weights), got {gamma}")
     k = torch.arange(1, block_size, device=device, dtype=torch.float32)
-    return torch.exp(-(k - 1) / gamma) if math.isfinite(gamma) else torch.ones_like(k)
+    return torch.exp(-(k - 1) / gamma)
 
 
 def block_loss(hidden, lm_head, tokens, lengths, anchors, valid, gamma: float):

@@ -76,7 +76,8 @@ TOPICS = (
 
 TOPIC_TEMPLATES = (
     "Explain {topic} to a ten-year-old.", "What is {topic}?", "Give me three interesting facts about {topic}.",
-    "Write a short paragraph about {topic}.", "Write a short poem about {topic}.", "Summarize {topic} in five bullet points.",
+    "Write a short paragraph about {topic}.", "Write a short poem about {topic}.",
+    "Summarize {topic} in five bullet points.",
     "What are the main advantages and disadvantages of {topic}?", "Write a haiku about {topic}.",
     "Describe {topic} in simple terms.", "Why is {topic} important?", "Write a short story that involves {topic}.",
     "What are common misconceptions about {topic}?", "Create a quiz with three questions about {topic}.",
