@@ -205,3 +205,19 @@ def _rope(x, cos, sin):
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos + rotated * sin
+
+
+def packed_mask_attention(batch):
+    """An attention callable for NativeDecoder that reads `batch`'s flat custom mask and mask_indptr the way the
+    serving backend does, through the workbench's Triton kernel (ddtree.kernels.tree_attention_custom_mask), so a
+    correct or corrupted packing (ddtree.VerifyBatch, padded or unpadded) drives a whole target forward."""
+    from ddtree.kernels.tree_attention import tree_attention_custom_mask
+
+    def attention(q, k_cache, v_cache, seq_lens, parents):
+        device = q.device
+        rows = (batch.qo_indptr[1:] - batch.qo_indptr[:-1]).to(device)
+        return tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, rows, batch.custom_mask.to(device),
+                                          batch.mask_indptr[:-1].to(device))
+
+    return attention
+
