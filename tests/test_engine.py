@@ -121,23 +121,13 @@ def test_packed_mask_attention_drives_the_model_with_the_backends_reading(pair):
     """A whole forward through the workbench's Triton kernel reading the packed flat mask: the padded packing gives
     the reference logits, the unpadded one changes exactly the requests check_verify_batch flags."""
     from ddtree.engine import packed_mask_attention
+    from verify_rounds import PROMPT_LENS, Q, prefilled_decoder, round_inputs
 
-    prompts = [list(range(3, 3 + n)) for n in (6, 9, 4)]
-    dec = NativeDecoder(pair.target, batch_size=3, max_len=64, attention="torch")
-    for b, p in enumerate(prompts):
-        pos = torch.arange(len(p))
-        dec.forward(torch.tensor([p]), pos[None], (pos - 1)[None], request=b)
-        dec.commit(pos[None], torch.tensor([len(p)]), request=b)
-    g = torch.Generator().manual_seed(1)
-    trees = [ddtree.build_tree(torch.randn(4, pair.vocab_size, generator=g), b).with_root_token(1) for b in (7, 2, 7)]
-    q = 8
-    ids, pos, parents = torch.full((3, q), 1), torch.zeros(3, q, dtype=torch.long), torch.full((3, q), -1)
-    for b, t in enumerate(trees):
-        pos[b] = len(prompts[b])
-        ids[b, :t.n_nodes], pos[b, :t.n_nodes], parents[b, :t.n_nodes] = t.tokens, len(prompts[b]) + t.depths, t.parents
+    dec = prefilled_decoder(pair)
+    trees, ids, pos, parents = round_inputs(pair, seed=1)
     want = dec.clone().forward(ids, pos, parents)[0]
     for layout in ("padded", "unpadded"):
-        batch = ddtree.pack_verify_batch(trees, [len(p) for p in prompts], q, layout=layout)
+        batch = ddtree.pack_verify_batch(trees, list(PROMPT_LENS), Q, layout=layout)
         flagged = {c.request for c in ddtree.check_verify_batch(batch)}
         twin = dec.clone()
         twin.attention = packed_mask_attention(batch)

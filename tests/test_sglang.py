@@ -87,41 +87,22 @@ def test_eagle_structures_round_trip():
 def test_full_model_verify_through_sglangs_kernel():
     """A whole target forward with SGLang's kernel as attention: the padded packing gives the reference logits;
     the unpadded packing changes exactly the requests after the small tree."""
-    from ddtree.engine import NativeDecoder
+    from verify_rounds import PROMPT_LENS, Q, prefilled_decoder, round_inputs
+
     from ddtree.models import tiny_random_pair
     from ddtree.sglang import probed_batch, sglang_attention
 
     pair = tiny_random_pair(5)
-    prompts = [list(range(3, 3 + n)) for n in (6, 9, 4)]
-    dec = NativeDecoder(pair.target, batch_size=3, max_len=64, attention="torch")
-    for b, p in enumerate(prompts):
-        pos = torch.arange(len(p))
-        dec.forward(torch.tensor([p]), pos[None], (pos - 1)[None], request=b)
-        dec.commit(pos[None], torch.tensor([len(p)]), request=b)
-    g = torch.Generator().manual_seed(0)
-    ts = [ddtree.build_tree(torch.randn(4, pair.vocab_size, generator=g), b).with_root_token(1) for b in (7, 2, 7)]
-    q = 8
-    parents = torch.full((3, q), -1)
-    for b, t in enumerate(ts):
-        parents[b, :t.n_nodes] = t.parents
-
-    def forward(attention, layout):
-        batch = pack_verify_batch(ts, [len(p) for p in prompts], q, layout=layout)
-        ids, pos = torch.full((3, q), 1), torch.zeros(3, q, dtype=torch.long)
-        for b, t in enumerate(ts):
-            s = len(prompts[b])
-            ids[b, :t.n_nodes], pos[b] = t.tokens, s
-            pos[b, :t.n_nodes] = s + t.depths
+    dec = prefilled_decoder(pair)
+    trees, ids, pos, parents = round_inputs(pair, seed=0)
+    want = dec.clone().forward(ids, pos, parents)[0]
+    for layout in ("padded", "unpadded"):
+        batch = pack_verify_batch(trees, list(PROMPT_LENS), Q, layout=layout)
         twin = dec.clone()
-        twin.attention = attention if attention == "torch" else sglang_attention(batch)
-        return twin.forward(ids, pos, parents)[0], batch
-
-    want, _ = forward("torch", "padded")
-    padded, _ = forward("sglang", "padded")
-    unpadded, batch = forward("sglang", "unpadded")
-    for b, t in enumerate(ts):
-        n = t.n_nodes
-        torch.testing.assert_close(padded[b, :n], want[b, :n], atol=1e-4, rtol=1e-4)
-        assert torch.allclose(unpadded[b, :n], want[b, :n], atol=1e-4, rtol=1e-4) == (b < 2)
+        twin.attention = sglang_attention(batch)
+        got = twin.forward(ids, pos, parents)[0]
+        for b, t in enumerate(trees):
+            same = torch.allclose(got[b, :t.n_nodes], want[b, :t.n_nodes], atol=1e-4, rtol=1e-4)
+            assert same == (layout == "padded" or b < 2), (layout, b)
     probed = probed_batch(batch, probe_effective_masks(batch, sglang_verify_attention, chunk=16))
     assert {c.request for c in check_verify_batch(probed)} == {2}
