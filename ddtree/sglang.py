@@ -71,6 +71,14 @@ def sglang_verify_attention(batch: VerifyBatch, inputs: AttentionInputs, *,
     The flat mask buffer is zero-extended to the size the backend computes from num_draft_tokens, so reads past
     what the packer wrote see False (as ddtree.effective_mask assumes) instead of foreign memory.
     """
+    kernel, args, kwargs = sglang_call(batch, inputs, skip_prefix_custom_mask=skip_prefix_custom_mask)
+    kernel(*args, **kwargs)
+    return args[3]
+
+
+def sglang_call(batch: VerifyBatch, inputs: AttentionInputs, *, skip_prefix_custom_mask: bool = True):
+    """`(kernel, args, kwargs)` of one SGLang target-verify attention call (args[3] is the output buffer), built
+    once so a benchmark can time the kernel alone."""
     kernel = extend_attention_kernel()
     device = inputs.q.device
     k_pool = torch.cat(inputs.prefix_k).contiguous()  # [total_prefix, kv_heads, dim]: the committed-token pool
@@ -82,10 +90,10 @@ def sglang_verify_attention(batch: VerifyBatch, inputs: AttentionInputs, *,
     mask[:batch.custom_mask.numel()] = batch.custom_mask
     out = torch.empty(*inputs.q.shape[:2], inputs.v.shape[-1], dtype=inputs.q.dtype, device=device)
     rows = batch.qo_indptr[1:] - batch.qo_indptr[:-1]
-    kernel(inputs.q.contiguous(), inputs.k.contiguous(), inputs.v.contiguous(), out, k_pool, v_pool,
-           batch.qo_indptr.to(device), kv_indptr, kv_indices, mask.to(device), True, batch.mask_indptr.to(device),
-           int(rows.max()), 1.0, 1.0, skip_prefix_custom_mask=skip_prefix_custom_mask)
-    return out
+    args = (inputs.q.contiguous(), inputs.k.contiguous(), inputs.v.contiguous(), out, k_pool, v_pool,
+            batch.qo_indptr.to(device), kv_indptr, kv_indices, mask.to(device), True, batch.mask_indptr.to(device),
+            int(rows.max()), 1.0, 1.0)
+    return kernel, args, {"skip_prefix_custom_mask": skip_prefix_custom_mask}
 
 
 def dense_verify_attention(batch: VerifyBatch, inputs: AttentionInputs, masks: list[torch.Tensor]) -> torch.Tensor:
