@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from ddtree._checks import check_int
 from ddtree.batch import pack_verify_batch
 from ddtree.engine.decoder import NativeDecoder
+from ddtree.kernels.tree_attention import padded_parents
 from ddtree.models import ModelPair, draft_logits
 from ddtree.record import RoundRecord
 from ddtree.session import (STAGES, ContextFull, Generation, check_room, draft_tree, encode_prompt, eos_index,
@@ -99,9 +100,7 @@ class BatchSession:
             q = num_draft_tokens(s, pair)
             batch = pack_verify_batch(trees, ctx, q)
             shape = (self.batch_size, q)
-            parents = torch.full(shape, -1, dtype=torch.long)
-            for b, tree in enumerate(trees):
-                parents[b, :tree.n_nodes] = tree.parents
+            parents = padded_parents(trees, q)  # [B, Q], -1 for padding rows
         if self.cuda_graphs:
             self.decoder.capture(q)
         with timed(times, "verify", device):

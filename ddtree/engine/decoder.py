@@ -118,11 +118,13 @@ class NativeDecoder:
         parents themselves (a callable)."""
         if callable(self.attention):
             return parents
+        from ddtree.kernels.tree_attention import ancestor_bitmask
+        bits = ancestor_bitmask(parents)  # [b, Q, ceil(Q / 32)] int32
         if self.attention == "triton":
-            from ddtree.kernels.tree_attention import ancestor_bitmask
-            return ancestor_bitmask(parents)
+            return bits
         rows = parents.shape[1]
-        tree = _ancestors(parents)  # [b, Q, Q]
+        col = torch.arange(rows, device=self.device)
+        tree = (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1  # [b, Q, Q] ancestor-or-self
         length = int(seq_lens.max()) + rows
         cols = torch.arange(length, device=self.device)
         mask = (cols[None, None, :] < seq_lens[:, None, None]).expand(-1, rows, -1).clone()  # prefix
@@ -183,20 +185,6 @@ class NativeDecoder:
         twin.k, twin.v = [k.clone() for k in self.k], [v.clone() for v in self.v]
         twin.seq_lens, twin._graphs = self.seq_lens.clone(), {}
         return twin
-
-
-def _ancestors(parents: torch.Tensor) -> torch.Tensor:
-    """`visible  # [b, Q, Q]` bool: ancestor-or-self from `parents  # [b, Q]`, by pointer jumping on the device."""
-    b, rows = parents.shape
-    idx = torch.arange(rows, device=parents.device)
-    visible = (idx[:, None] == idx[None, :]).expand(b, -1, -1).clone()
-    jump = parents.clone()
-    for _ in range(max(rows - 1, 1).bit_length()):
-        has = jump >= 0
-        up = visible.gather(1, jump.clamp_min(0)[..., None].expand(-1, -1, rows))
-        visible |= up & has[..., None]
-        jump = torch.where(has, jump.gather(1, jump.clamp_min(0)), -1)
-    return visible
 
 
 def _rope(x, cos, sin):
