@@ -48,6 +48,13 @@ def ancestor_bitmask(parents: torch.Tensor) -> torch.Tensor:
     idx = torch.arange(rows, device=parents.device)
     if ((parents < -1) | (parents >= idx)).any():
         raise ValueError("parents[b, i] must be -1 or a node index < i (parents precede children)")
+    return ancestor_bits(parents)
+
+
+def ancestor_bits(parents: torch.Tensor) -> torch.Tensor:
+    """ancestor_bitmask without the input check: no host synchronisation at all (CUDA-graph capturable)."""
+    batch, rows = parents.shape
+    idx = torch.arange(rows, device=parents.device)
     words = (rows + 31) // 32
     one = torch.ones((), dtype=torch.int32, device=parents.device)
     bits = torch.zeros(batch, rows, words, dtype=torch.int32, device=parents.device)

@@ -37,9 +37,14 @@ def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_tempera
     check_logits("draft_logits", draft_logits, shape="[batch, depth, vocab]")
     budget = check_int("budget", budget)
     draft_temperature = check_temperature("draft_temperature", draft_temperature, allow_zero=False)
-    batch, depth, vocab = draft_logits.shape
-    device = draft_logits.device
-    logq = torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1)  # as ddtree.tree._draft_logprobs
+    return select_trees(torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1), budget)
+
+
+def select_trees(logq: torch.Tensor, budget: int) -> BatchTrees:
+    """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]`, without input checks:
+    no host synchronisation at all (CUDA-graph capturable)."""
+    batch, depth, vocab = logq.shape
+    device = logq.device
     k = min(budget, vocab)
     top_logq, top_tokens = torch.sort(logq, dim=-1, descending=True, stable=True)  # ties by lower token id
     top_logq, top_tokens = top_logq[..., :k].double(), top_tokens[..., :k]  # [B, depth, K]

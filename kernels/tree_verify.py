@@ -57,6 +57,24 @@ def verify_sampled_tree(candidates, next_token, next_sibling, probs, coins, resi
     return accepted.long(), accept_len.long(), bonus.long()
 
 
+def retrieve_from_parents(parents):
+    """`(next_token, next_sibling)  # [B, Q] long` of padded trees `parents  # [B, Q]` (-1 for the root and padding
+    rows, which no node reaches): ddtree.retrieve_encoding on the device, batched, with no host synchronisation.
+    Sibling order is node index order."""
+    check_tensor("parents", parents, ndim=2, shape="[B, Q]", floating=False)
+    batch, rows = parents.shape
+    parents = parents.long()
+    nodes = torch.arange(rows, device=parents.device)
+    dump = torch.where(parents >= 0, parents, rows)  # the root's and padding's "parent" is a spare column
+    first = torch.full((batch, rows + 1), rows, dtype=torch.long, device=parents.device)
+    first.scatter_reduce_(1, dump, nodes.expand(batch, -1), reduce="amin")
+    next_token = torch.where(first[:, :rows] < rows, first[:, :rows], -1)
+    later_sibling = (parents[:, None, :] == parents[:, :, None]) & (nodes[None, :] > nodes[:, None]) \
+        & (parents[:, None, :] >= 0)  # [B, Q, Q]: node j is a later sibling of node i
+    nearest = torch.where(later_sibling, nodes, rows).amin(-1)
+    return next_token, torch.where(nearest < rows, nearest, -1)
+
+
 def verify_greedy_tree_ref(candidates, next_token, next_sibling, target):
     """Plain torch reference of verify_greedy_tree: one Python walk per request."""
     candidates, next_token, next_sibling = (x.long().cpu() for x in _check_tree(candidates, next_token, next_sibling))

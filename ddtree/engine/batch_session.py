@@ -1,8 +1,10 @@
-"""Batched sessions on the native engine: several prompts decoded together, one padded verify forward a round.
+"""Batched sessions on the native engine: several prompts decoded together, every round on the device.
 
-Each round: per request, the drafter pass and the tree (as in ddtree.session); then ONE static-cache forward over
-all requests' trees padded to num_draft_tokens rows; per-request walks; compaction of every request's accepted
-rows; the drafters' contexts extended. Records carry one RequestRound per request.
+A round (ddtree.engine.device_round) drafts, builds and packs every request's tree, runs ONE static-cache verify
+forward over all requests' trees padded to num_draft_tokens rows, walks them, compacts the caches and extends the
+drafter's context, reading back only the accepted lengths and tokens. With cuda_graphs=True each stage is replayed
+as a CUDA graph from the second round on. Records carry one RequestRound per request (host copies are made only
+when record=True).
 """
 from __future__ import annotations
 
@@ -12,23 +14,25 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree._checks import check_int
-from ddtree.batch import pack_verify_batch
 from ddtree.engine.decoder import NativeDecoder
-from ddtree.kernels.tree_attention import padded_parents
-from ddtree.models import ModelPair, draft_logits
+from ddtree.engine.device_round import DeviceRound, record_inputs
+from ddtree.engine.drafter import StaticDrafter
+from ddtree.models import ModelPair
 from ddtree.record import RoundRecord
-from ddtree.session import (STAGES, ContextFull, Generation, check_room, draft_tree, encode_prompt, eos_index,
-                            extend_drafter, fork_settings, make_generation, make_settings, num_draft_tokens,
-                            request_round, timed, walk)
-from ddtree.tree import root_tree
+from ddtree.session import (ContextFull, Generation, check_room, encode_prompt, eos_index, fork_settings,
+                            make_generation, make_settings, num_draft_tokens, request_round, timed, walk)
+from ddtree.tree import DraftTree, root_tree
+from ddtree.verify import VerifyResult
 
 
 class BatchSession:
     """`BatchSession(pair, prompts, ...)`: Session's options plus `max_len` (cache entries per request; default
     the longest prompt + 1024, capped at the target's context), `attention` ("auto", "triton", "torch"),
-    `cuda_graphs` (replay the verify forward as a CUDA graph, captured on first use of each row count) and
-    `record` (False keeps only tokens and acceptance lengths: rounds return RoundRecords without requests, for
-    benchmarks)."""
+    `cuda_graphs` (replay every stage of a round as a CUDA graph; CUDA with Triton attention) and `record`
+    (False keeps only tokens and acceptance lengths: rounds return RoundRecords without requests, for benchmarks).
+
+    Sampled verification walks the tree by DOMAIN rule B (ddtree.kernels.verify_sampled_tree), exact like the
+    reference path's rule A but with different draws for the same seed."""
 
     def __init__(self, pair: ModelPair, prompts, *, method: str = "ddtree", budget: int = 32, verify: str = "greedy",
                  temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, chat: bool = True,
@@ -46,10 +50,14 @@ class BatchSession:
         ids = [encode_prompt(pair, p, chat, self.settings, self.max_len) for p in ids]
         self.decoder = NativeDecoder(pair.target, batch_size=len(ids), max_len=self.max_len,
                                      layer_ids=pair.target_layer_ids, attention=attention)
-        self.prompt_lens = [len(x) for x in ids]
         self.cuda_graphs, self.record = bool(cuda_graphs), bool(record)
+        if self.cuda_graphs and (pair.device.type != "cuda" or self.decoder.attention != "triton"):
+            raise ValueError("cuda_graphs=True needs a CUDA pair with attention='triton' (or 'auto')")
+        attention = "triton" if self.decoder.attention == "triton" else "torch"
+        self.drafter = None if pair.drafter is None else StaticDrafter(pair, batch_size=len(ids),
+                                                                       max_len=self.max_len, attention=attention)
+        self.prompt_lens = [len(x) for x in ids]
         self.acceptance_lengths: list[list[int]] = [[] for _ in ids]  # per request, one entry per round
-        self.draft_caches = [pair.drafter.new_cache() if pair.drafter is not None else None for _ in ids]
         self.records: list[RoundRecord] = []
         self.times = {"prefill": 0.0}
         self.tokens = []
@@ -59,10 +67,17 @@ class BatchSession:
                 positions = torch.arange(n, device=pair.device)
                 logits, features = self.decoder.forward(torch.tensor([prompt], device=pair.device), positions[None],
                                                         (positions - 1)[None], request=b)
+                if self.drafter is not None:
+                    self.drafter.extend(features, self.decoder.seq_lens[b:b + 1], slots=slice(b, b + 1))
                 self.decoder.commit(positions[None], torch.tensor([n]), request=b)
-                extend_drafter(pair, self.draft_caches[b], features[0], positions.cpu())
                 first = walk(self.settings, root_tree(prompt[-1]), logits[0, -1:], self.generator)
                 self.tokens.append(prompt + [first.bonus_token])
+        self.bonus = torch.tensor([t[-1] for t in self.tokens], device=pair.device)  # [B] roots of the next trees
+        self.round = self._new_round()
+
+    def _new_round(self) -> DeviceRound:
+        return DeviceRound(self.decoder, self.drafter, self.settings, self.bonus,
+                           num_draft_tokens(self.settings, self.pair), self.generator, cuda_graphs=self.cuda_graphs)
 
     @property
     def batch_size(self) -> int:
@@ -72,7 +87,7 @@ class BatchSession:
         return self.tokens[b][self.prompt_lens[b]:]
 
     def fork(self, **overrides) -> BatchSession:
-        """An independent copy (caches cloned); overrides as in Session.fork."""
+        """An independent copy (caches cloned, graphs captured again); overrides as in Session.fork."""
         twin = object.__new__(BatchSession)
         twin.__dict__.update(self.__dict__)
         twin.settings, twin.generator = fork_settings(self.pair, self.settings, self.generator, overrides)
@@ -80,51 +95,45 @@ class BatchSession:
         twin.records = list(self.records)
         twin.acceptance_lengths = [list(a) for a in self.acceptance_lengths]
         twin.times = dict(self.times)
-        twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
         twin.decoder = self.decoder.clone()
+        twin.drafter = self.drafter.clone() if self.drafter is not None else None
+        twin.bonus = self.bonus.clone()
+        twin.round = twin._new_round()
         return twin
 
     def step(self) -> RoundRecord:
         """One round for every request."""
-        s, pair, device = self.settings, self.pair, self.pair.device
+        s, pair = self.settings, self.pair
         ctx = [len(t) - 1 for t in self.tokens]
         for c in ctx:
             check_room(pair, s, c, self.max_len)
-        times = dict.fromkeys(STAGES, 0.0)
-        bonus = [t[-1] for t in self.tokens]
-        with timed(times, "draft", device):
-            dlogits = [None if s.method == "ar" else draft_logits(pair, x, c) for x, c in zip(bonus, self.draft_caches)]
-        with timed(times, "tree", device):
-            trees = [draft_tree(s, d, x) for d, x in zip(dlogits, bonus)]
-        with timed(times, "pack", device):
-            q = num_draft_tokens(s, pair)
-            batch = pack_verify_batch(trees, ctx, q)
-            shape = (self.batch_size, q)
-            parents = padded_parents(trees, q)  # [B, Q], -1 for padding rows
-        if self.cuda_graphs:
-            self.decoder.capture(q)
-        with timed(times, "verify", device):
-            logits, features = self.decoder.forward(batch.input_ids.view(shape).to(device),
-                                                    batch.positions.view(shape).to(device), parents.to(device))
-        with timed(times, "walk", device):
-            results = [walk(s, tree, logits[b, :tree.n_nodes], self.generator) for b, tree in enumerate(trees)]
-        with timed(times, "commit", device):
-            accepted = torch.full(shape, -1, dtype=torch.long)
-            for b, r in enumerate(results):
-                accepted[b, :len(r.accepted)] = torch.tensor(r.accepted)
-            self.decoder.commit(accepted, torch.tensor([len(r.accepted) for r in results]))
-            for b, (tree, r) in enumerate(zip(trees, results)):
-                keep = torch.tensor(r.accepted)
-                extend_drafter(pair, self.draft_caches[b], features[b, keep.to(device)], ctx[b] + tree.depths[keep])
-                self.tokens[b] += r.committed
-                self.acceptance_lengths[b].append(r.acceptance_length)
-        requests = [] if not self.record else [request_round(pair, s, ctx[b], trees[b], dlogits[b], batch.input_ids[b * q:(b + 1) * q],
-                                  batch.positions[b * q:(b + 1) * q], logits[b, :trees[b].n_nodes], results[b])
-                    for b in range(self.batch_size)]
+        roots = [t[-1] for t in self.tokens]
+        readback, times = self.round.run()  # [B, Q + 3]: accept_len, bonus, tokens at the accepted nodes, flag
+        if readback[0, -1]:
+            raise ValueError(f"round {len(self.records)}: the target or the drafter produced NaN or +inf logits; "
+                             "nothing was committed (check the model weights and dtype)")
+        results = []
+        for b, row in enumerate(readback.tolist()):
+            n, bonus = row[0], row[1]
+            result = VerifyResult(accepted=[], accepted_tokens=row[3:2 + n], bonus_token=bonus)
+            self.tokens[b] += result.committed
+            self.acceptance_lengths[b].append(n)
+            results.append(result)
+        requests = [self._request(b, ctx[b], roots[b], results[b]) for b in range(self.batch_size)] \
+            if self.record else []
         record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify, temperature=s.temperature,
-                             top_p=s.top_p, budget=s.budget, num_draft_tokens=q, times=times, requests=requests)
+                             top_p=s.top_p, budget=s.budget, num_draft_tokens=self.round.rows, times=times,
+                             requests=requests)
         self.records.append(record)
         return record
+
+    def _request(self, b: int, ctx: int, root: int, result: VerifyResult):
+        got = record_inputs(self.round.out, b)
+        tree = DraftTree(**got["tree"]).with_root_token(root)
+        result = VerifyResult(accepted=got["accepted"], accepted_tokens=result.accepted_tokens,
+                              bonus_token=result.bonus_token)
+        return request_round(self.pair, self.settings, ctx, tree, got["dlogits"], got["ids"], got["positions"],
+                             got["logits"], result)
 
     def run(self, max_new_tokens: int, *, stop_on_eos: bool = True, progress: bool = False) -> list[Generation]:
         """Step every request until each has `max_new_tokens` tokens (or EOS when stop_on_eos), or a context is

@@ -48,54 +48,44 @@ class NativeDecoder:
         self.k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
         self.v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
-        self._graphs = {}  # rows -> (static inputs, static outputs, CUDAGraph)
 
     @torch.no_grad()
     def forward(self, input_ids, positions, parents, request: int | None = None):
         """One forward over Q rows of every request (or of slot `request` alone, e.g. a prefill); the caller keeps
-        seq_lens + Q <= max_len.
+        seq_lens + Q <= max_len. The K/V of row i are written at seq_lens + i; nothing is committed.
 
         input_ids, positions, parents  # [b, Q] -> (logits  # [b, Q, vocab] float32,
         features  # [b, Q, len(layer_ids) * hidden], decoder-layer outputs as in ddtree.models.target_forward).
-        A forward over all requests with a captured row count replays its CUDA graph; its outputs are then the
-        graph's static buffers, valid until the next forward.
         """
         slots = slice(None) if request is None else slice(request, request + 1)
-        visible = self._visibility(parents, self.seq_lens[slots])
-        graph = self._graphs.get(input_ids.shape[1]) if request is None else None
-        if graph is None:
-            return self._forward(input_ids, positions, visible, slots)
-        static_in, static_out, g = graph
-        for buf, x in zip(static_in, (input_ids, positions, visible)):
-            buf.copy_(x)
-        g.replay()
-        return static_out
+        rows = torch.arange(parents.shape[1], device=parents.device)
+        if ((parents < -1) | (parents >= rows)).any():
+            raise ValueError("parents[b, i] must be -1 or a node index < i (parents precede children)")
+        return self.forward_visible(input_ids, positions, self.visibility(parents, self.seq_lens[slots]), slots)
 
-    def capture(self, rows: int) -> None:
-        """Record the all-requests forward over `rows` rows as a CUDA graph (CUDA with Triton attention only;
-        a no-op when already captured). Warm-up runs write K/V past the committed prefix, where the next forward overwrites them anyway."""
-        rows = check_int("rows", rows, minimum=1)
-        if rows in self._graphs:
-            return
-        if self.device.type != "cuda" or self.attention != "triton":
-            raise ValueError("capture needs a CUDA target with attention='triton'")
-        ids = torch.zeros(self.batch_size, rows, dtype=torch.long, device=self.device)
-        positions = self.seq_lens[:, None] + torch.arange(rows, device=self.device)
-        parents = torch.full((self.batch_size, rows), -1, dtype=torch.long, device=self.device)
-        visible = self._visibility(parents, self.seq_lens)
-        static_in = (ids, positions, visible)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.no_grad():
-            for _ in range(2):
-                self._forward(*static_in, slice(None))
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph), torch.no_grad():
-            static_out = self._forward(*static_in, slice(None))
-        self._graphs[rows] = (static_in, static_out, graph)
+    def visibility(self, parents, seq_lens):
+        """What the attention backend reads, from `parents  # [b, Q]` (unchecked): the ancestor bitmask (triton,
+        no host synchronisation), a dense [b, 1, Q, L] mask (torch), or the parents themselves (a callable)."""
+        if callable(self.attention):
+            return parents
+        from ddtree.kernels.tree_attention import ancestor_bits
+        bits = ancestor_bits(parents)  # [b, Q, ceil(Q / 32)] int32
+        if self.attention == "triton":
+            return bits
+        rows = parents.shape[1]
+        col = torch.arange(rows, device=self.device)
+        tree = (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1  # [b, Q, Q] ancestor-or-self
+        length = int(seq_lens.max()) + rows
+        cols = torch.arange(length, device=self.device)
+        mask = (cols[None, None, :] < seq_lens[:, None, None]).expand(-1, rows, -1).clone()  # prefix
+        idx = (seq_lens[:, None] + torch.arange(rows, device=self.device))[:, None, :].expand(-1, rows, -1)
+        mask.scatter_(2, idx, tree)
+        return mask[:, None]  # [b, 1, Q, L]
 
-    def _forward(self, input_ids, positions, visible, slots):
+    @torch.no_grad()
+    def forward_visible(self, input_ids, positions, visible, slots=slice(None)):
+        """forward() with the visibility already built (see visibility); no checks, and with Triton attention no
+        host synchronisation, so it can be captured in a CUDA graph."""
         rows = input_ids.shape[1]
         seq_lens = self.seq_lens[slots]  # [b]
         write_at = seq_lens[:, None] + torch.arange(rows, device=self.device)  # [b, Q]
@@ -112,25 +102,6 @@ class NativeDecoder:
         feats = [outputs[i] for i in self.layer_ids]
         feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
         return self.lm_head(out).float(), feats
-
-    def _visibility(self, parents, seq_lens):
-        """What the attention backend needs: ancestor bitmask (triton), a dense [b, 1, Q, L] mask (torch), or the
-        parents themselves (a callable)."""
-        if callable(self.attention):
-            return parents
-        from ddtree.kernels.tree_attention import ancestor_bitmask
-        bits = ancestor_bitmask(parents)  # [b, Q, ceil(Q / 32)] int32
-        if self.attention == "triton":
-            return bits
-        rows = parents.shape[1]
-        col = torch.arange(rows, device=self.device)
-        tree = (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1  # [b, Q, Q] ancestor-or-self
-        length = int(seq_lens.max()) + rows
-        cols = torch.arange(length, device=self.device)
-        mask = (cols[None, None, :] < seq_lens[:, None, None]).expand(-1, rows, -1).clone()  # prefix
-        idx = (seq_lens[:, None] + torch.arange(rows, device=self.device))[:, None, :].expand(-1, rows, -1)
-        mask.scatter_(2, idx, tree)
-        return mask[:, None]  # [b, 1, Q, L]
 
     def _attention(self, layer, k_cache, v_cache, x, cos, sin, write_at, seq_lens, visible):
         """k_cache, v_cache  # [b, Hkv, max_len, D] views of this layer's cache for the requests in the forward."""
@@ -179,11 +150,11 @@ class NativeDecoder:
         self.seq_lens[slots] = seq_lens + accept_len
 
     def clone(self) -> NativeDecoder:
-        """An independent copy of the caches (for forking a session); captured graphs are not copied."""
+        """An independent copy of the caches (for forking a session)."""
         twin = object.__new__(NativeDecoder)
         twin.__dict__.update(self.__dict__)
         twin.k, twin.v = [k.clone() for k in self.k], [v.clone() for v in self.v]
-        twin.seq_lens, twin._graphs = self.seq_lens.clone(), {}
+        twin.seq_lens = self.seq_lens.clone()
         return twin
 
 

@@ -1,0 +1,106 @@
+"""The DFlash drafter on the native engine: a static context cache for a batch and one batched block forward.
+
+Cache layout as the target's (ddtree.engine.decoder): per drafter layer `k, v  # [B, Hkv, max_len, D]` holding the
+projected context (target features through fc + hidden_norm, then k_proj, k_norm, RoPE; v_proj), request b's
+context at [0, lens[b]). The drafter's context is always the target's committed prefix, so `lens` is the target's
+seq_lens. A block forward writes the block's own K/V at lens[b] + j (scratch that the next extension overwrites)
+and attends over [0, lens[b] + block_size): non-causal inside the block, context keys inside the sliding window
+of a sliding layer. Same semantics as ddtree.models.DFlashDrafter with its DraftCache, for many requests at once
+and with no host synchronisation (CUDA-graph capturable).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ddtree.models.drafter import apply_rope, rope_cos_sin
+
+
+class StaticDrafter:
+    def __init__(self, pair, *, batch_size: int, max_len: int, attention: str):
+        """attention: "triton" (ddtree.kernels.tree_attention, full-attention layers) or "torch" (masked SDPA)."""
+        self.drafter = pair.drafter
+        config = self.drafter.config
+        self.embed, self.head = pair.target.get_input_embeddings(), pair.target.get_output_embeddings()
+        self.block_size, self.mask_token_id = config.block_size, config.mask_token_id
+        self.heads, self.kv_heads, self.head_dim = (config.num_attention_heads, config.num_key_value_heads,
+                                                    config.head_dim)
+        self.windows = [config.window(i) for i in range(config.num_hidden_layers)]
+        self.attention = attention
+        device, dtype = self.drafter.device, self.drafter.dtype
+        shape = (batch_size, self.kv_heads, max_len, self.head_dim)
+        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
+        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
+        words = (self.block_size + 31) // 32  # every block row sees every block column (ancestor_bitmask layout)
+        full = [sum(1 << c for c in range(32 * w, min(32 * w + 32, self.block_size))) for w in range(words)]
+        self.block_bits = torch.tensor([x - (1 << 32) if x >= 1 << 31 else x for x in full], dtype=torch.int32,
+                                       device=device).expand(batch_size, self.block_size, words).contiguous()
+
+    @torch.no_grad()
+    def extend(self, features, lens, slots=slice(None)) -> None:
+        """Write context rows: `features  # [b, R, F]` (target features) at positions lens[b] + 0..R-1 of the
+        requests in `slots`; rows past what a request keeps are scratch past its new length."""
+        b, rows, _ = features.shape
+        positions = lens[:, None] + torch.arange(rows, device=lens.device)  # [b, R]
+        ctx = self.drafter.hidden_norm(self.drafter.fc(features.to(self.drafter.dtype))).flatten(0, 1)  # [b*R, H]
+        cos, sin = self._rope(positions)
+        for layer, k_cache, v_cache in zip(self.drafter.layers, self.k, self.v):
+            keys, values = layer.self_attn.keys_values(ctx, cos, sin)  # [b*R, Hkv, D]
+            _write(k_cache[slots], positions, keys.view(b, rows, self.kv_heads, self.head_dim))
+            _write(v_cache[slots], positions, values.view(b, rows, self.kv_heads, self.head_dim))
+
+    @torch.no_grad()
+    def logits(self, bonus, lens):
+        """One pass over the block [bonus, MASK x (block - 1)] of every request at positions lens[b] + j
+        -> draft logits  # [B, block - 1, vocab] float32 (ddtree.models.draft_logits, batched)."""
+        batch, size = bonus.shape[0], self.block_size
+        block = torch.full((batch, size), self.mask_token_id, dtype=torch.long, device=bonus.device)
+        block[:, 0] = bonus
+        positions = lens[:, None] + torch.arange(size, device=lens.device)  # [B, L]
+        hidden = F.embedding(block, self.embed.weight).to(self.drafter.dtype)  # [B, L, H]
+        cos, sin = self._rope(positions)
+        for layer, window, k_cache, v_cache in zip(self.drafter.layers, self.windows, self.k, self.v):
+            attn = layer.self_attn
+            x = layer.input_layernorm(hidden).flatten(0, 1)  # [B*L, H]
+            q = apply_rope(attn.q_norm(attn.q_proj(x).view(-1, self.heads, self.head_dim)), cos, sin)
+            keys, values = attn.keys_values(x, cos, sin)
+            _write(k_cache, positions, keys.view(batch, size, self.kv_heads, self.head_dim))
+            _write(v_cache, positions, values.view(batch, size, self.kv_heads, self.head_dim))
+            out = self._attend(q.view(batch, size, self.heads, self.head_dim), k_cache, v_cache, lens, window)
+            hidden = hidden + attn.o_proj(out.reshape(batch, size, self.heads * self.head_dim))
+            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+        hidden = self.drafter.norm(hidden)[:, 1:]
+        return self.head(hidden.to(self.head.weight.dtype)).float()
+
+    def _rope(self, positions):
+        config = self.drafter.config
+        return rope_cos_sin(positions.flatten(), config.head_dim, config.rope_theta, self.drafter.dtype)
+
+    def _attend(self, q, k_cache, v_cache, lens, window):
+        """q  # [B, L, Hq, D] -> [B, L, Hq, D] over the context [0, lens) and the whole block."""
+        if self.attention == "triton" and window is None:
+            from ddtree.kernels.tree_attention import tree_attention
+            return tree_attention(q, k_cache, v_cache, lens, self.block_bits)
+        size = q.shape[1]
+        cols = torch.arange(k_cache.shape[2], device=q.device)  # [max_len]
+        rows = lens[:, None] + torch.arange(size, device=q.device)  # [B, L] block positions
+        context = cols[None, None, :] < lens[:, None, None]  # [B, 1, max_len]
+        if window is not None:
+            context = context & (cols[None, None, :] > rows[:, :, None] - window)
+        visible = context | ((cols[None, None, :] >= lens[:, None, None])
+                             & (cols[None, None, :] < lens[:, None, None] + size))  # [B, L, max_len]
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), k_cache, v_cache, attn_mask=visible[:, None],
+                                             enable_gqa=True)
+        return out.transpose(1, 2)
+
+    def clone(self) -> StaticDrafter:
+        twin = object.__new__(StaticDrafter)
+        twin.__dict__.update(self.__dict__)
+        twin.k, twin.v = [k.clone() for k in self.k], [v.clone() for v in self.v]
+        return twin
+
+
+def _write(cache, positions, x):
+    """cache  # [b, Hkv, max_len, D]; cache[i, :, positions[i, j]] = x[i, j] for x  # [b, R, Hkv, D]."""
+    batch_idx = torch.arange(x.shape[0], device=x.device)[:, None].expand(-1, x.shape[1])
+    cache.permute(0, 2, 1, 3)[batch_idx, positions] = x
