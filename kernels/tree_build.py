@@ -15,12 +15,18 @@ Cost: depth sorts of N * K candidates per request (K = min(N, vocab)) plus one f
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import NamedTuple
 
 import torch
+import triton
+import triton.language as tl
 
 from ddtree._checks import check_int, check_logits, check_temperature
 from ddtree.tree import DraftTree
+
+
+KERNEL_MAX_BUDGET = 256  # the kernel's work grows as (budget * ln budget)^2 per depth; the torch path beyond
 
 
 class BatchTrees(NamedTuple):
@@ -41,18 +47,26 @@ def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_tempera
 
 
 def select_trees(logq: torch.Tensor, budget: int) -> BatchTrees:
-    """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]`, without input checks:
-    no host synchronisation at all (CUDA-graph capturable)."""
-    batch, depth, vocab = logq.shape
-    device = logq.device
-    k = min(budget, vocab)
+    """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]`, without input checks and
+    without host synchronisation (CUDA-graph capturable): the Triton kernel on CUDA for budgets up to
+    KERNEL_MAX_BUDGET, the torch reference otherwise."""
+    k = min(budget, logq.shape[-1])
     top_logq, top_tokens = torch.sort(logq, dim=-1, descending=True, stable=True)  # ties by lower token id
     top_logq, top_tokens = top_logq[..., :k].double(), top_tokens[..., :k]  # [B, depth, K]
+    if logq.is_cuda and 1 <= budget <= KERNEL_MAX_BUDGET and logq.shape[1] > 0:
+        return select_from_top_k(top_logq, top_tokens, budget)
+    return select_from_top_k_ref(top_logq, top_tokens, budget)
 
+
+def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
+    """The torch reference: `top_logq, top_tokens  # [B, depth, K]` each depth's K best, best first (ties by lower
+    token id) -> the budget-node trees, depth by depth with stable sorts (see the module docstring)."""
+    batch, depth, k = top_logq.shape
+    device = top_logq.device
     levels = []  # per depth: (score, parent position in the previous depth's list, rank), each [B, n_d]
-    if k > 0 and depth > 0:
-        score, order = torch.sort(top_logq[:, 0], dim=-1, descending=True, stable=True)
-        levels.append((score[:, :budget], torch.full_like(order[:, :budget], -1), order[:, :budget]))
+    if k > 0 and depth > 0:  # depth 1: the K best tokens themselves, already in key order
+        ranks = torch.arange(k, device=device).expand(batch, -1)
+        levels.append((top_logq[:, 0], torch.full_like(ranks, -1), ranks))
     for d in range(1, depth if levels else 0):
         parent_score = levels[-1][0]  # [B, F]
         cand = (parent_score[:, :, None] + top_logq[:, d, None, :]).flatten(1)  # [B, F*K], parent-major
@@ -102,3 +116,135 @@ def to_draft_trees(trees: BatchTrees) -> list[DraftTree]:
         fields = [x[b, :n].cpu() for x in trees[:5]]
         out.append(DraftTree(*fields))
     return out
+
+
+def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
+    """select_from_top_k_ref in one Triton launch (one program per request), same trees bit for bit.
+
+    Per depth, candidate (p, r) = (p-th entry of the previous depth's list, r-th best token) can be among the
+    budget best only if (p + 1)(r + 1) <= budget: every (p', r') <= (p, r) scores at least as high and comes first
+    on ties (lower parent position, then rank). The kernel ranks just those candidates by (score desc, p*K + r asc)
+    with exact float64 comparisons; the global pop order then merges the depth lists (each already in key order)
+    by binary search: an entry's rank is its position plus, per other depth, the entries before it.
+    """
+    batch, depth, k = top_logq.shape
+    device = top_logq.device
+    cand_parent, cand_rank = _candidates(budget, k, str(device))
+    n = budget + 1
+    out_long = torch.empty(4, batch, n, dtype=torch.long, device=device)  # tokens, parents, depths, ranks
+    logws = torch.empty(batch, n, dtype=torch.float64, device=device)
+    n_nodes = torch.empty(batch, dtype=torch.long, device=device)
+    level_score = torch.empty(batch, depth, budget, dtype=torch.float64, device=device)
+    level_int = torch.empty(3, batch, depth, budget, dtype=torch.int32, device=device)  # parent pos, rank, node
+    block_c = triton.next_power_of_2(len(cand_parent))
+    _select_kernel[(batch,)](
+        top_logq.contiguous(), top_tokens.contiguous(), cand_parent, cand_rank, len(cand_parent),
+        level_score, level_int, out_long, logws, n_nodes, batch, depth, k, budget,
+        BLOCK_C=block_c, BLOCK_J=max(16, min(64, 8192 // block_c)), BLOCK_N=triton.next_power_of_2(budget),
+        SEARCH_STEPS=(budget).bit_length(), num_warps=8)
+    return BatchTrees(*out_long, logws, n_nodes)
+
+
+@lru_cache(maxsize=64)
+def _candidates(budget: int, k: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(parent positions, ranks)  # [C] int32: the (p, r) with p < budget, r < K and (p + 1)(r + 1) <= budget."""
+    pairs = [(p, r) for p in range(budget) for r in range(min(k, budget // (p + 1)))]
+    table = torch.tensor(pairs, dtype=torch.int32).T.contiguous().to(device)
+    return table[0], table[1]
+
+
+@triton.jit
+def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, num_cand,
+                   level_score_ptr, level_int_ptr, out_ptr, logws_ptr, n_nodes_ptr,
+                   batch, depth, k, budget,
+                   BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_N: tl.constexpr, SEARCH_STEPS: tl.constexpr):
+    b = tl.program_id(0)
+    n = budget + 1
+    plane = batch * n  # out_ptr planes: tokens, parents, depths, ranks
+    int_plane = batch * depth * budget  # level_int planes: parent position, rank, node index
+    q_row = top_logq_ptr + b.to(tl.int64) * depth * k
+    levels = level_score_ptr + b.to(tl.int64) * depth * budget
+    ints = level_int_ptr + b.to(tl.int64) * depth * budget
+    slot = tl.arange(0, BLOCK_N)
+    in_list = slot < budget
+
+    # padding everywhere, then the root in slot 0
+    out = out_ptr + b * n + 1 + slot
+    for plane_id in range(4):
+        tl.store(out + plane_id * plane, tl.full([BLOCK_N], -1, tl.int64), mask=in_list)
+    tl.store(logws_ptr + b * n + 1 + slot, tl.full([BLOCK_N], float("-inf"), tl.float64), mask=in_list)
+    root = out_ptr + b * n
+    tl.store(root, -1)
+    tl.store(root + plane, -1)
+    tl.store(root + 2 * plane, 0)
+    tl.store(root + 3 * plane, -1)
+    tl.store(logws_ptr + b * n, 0.0)
+
+    # depth 1: the K best tokens (slots past K hold -inf and are never selected)
+    first = tl.load(q_row + slot, mask=slot < k, other=float("-inf"))
+    tl.store(levels + slot, first, mask=in_list)
+    tl.store(ints + slot, tl.full([BLOCK_N], -1, tl.int32), mask=in_list)
+    tl.store(ints + int_plane + slot, slot, mask=in_list)
+    tl.debug_barrier()
+
+    # deeper lists: rank the pruned candidates, keep the budget best in key order
+    c = tl.arange(0, BLOCK_C)
+    c_ok = c < num_cand
+    c_parent = tl.load(cand_parent_ptr + c, mask=c_ok, other=0)
+    c_rank = tl.load(cand_rank_ptr + c, mask=c_ok, other=0)
+    c_key = c_parent * k + c_rank
+    for d in range(1, depth):
+        prev = levels + (d - 1) * budget
+        q_d = q_row + d * k
+        score = tl.load(prev + c_parent, mask=c_ok, other=0.0) + tl.load(q_d + c_rank, mask=c_ok, other=0.0)
+        before = tl.zeros([BLOCK_C], dtype=tl.int32)
+        for j0 in range(0, num_cand, BLOCK_J):
+            j = j0 + tl.arange(0, BLOCK_J)
+            j_ok = j < num_cand
+            j_parent = tl.load(cand_parent_ptr + j, mask=j_ok, other=0)
+            j_rank = tl.load(cand_rank_ptr + j, mask=j_ok, other=0)
+            j_score = tl.load(prev + j_parent, mask=j_ok, other=0.0) + tl.load(q_d + j_rank, mask=j_ok, other=0.0)
+            j_key = j_parent * k + j_rank
+            first_ = (j_score[None, :] > score[:, None]) | (
+                (j_score[None, :] == score[:, None]) & (j_key[None, :] < c_key[:, None]))
+            before += tl.sum((first_ & j_ok[None, :]).to(tl.int32), axis=1)
+        keep = c_ok & (before < budget)
+        tl.store(levels + d * budget + before, score, mask=keep)
+        tl.store(ints + d * budget + before, c_parent, mask=keep)
+        tl.store(ints + int_plane + d * budget + before, c_rank, mask=keep)
+        tl.debug_barrier()
+
+    # global pop order: merge the depth lists; the first `budget` finite entries are the nodes 1..budget
+    count = 0
+    for d in range(0, depth):
+        score = tl.load(levels + d * budget + slot, mask=in_list, other=float("-inf"))
+        rank = slot
+        for e in range(0, depth):
+            if e != d:
+                other = levels + e * budget
+                lo = tl.zeros([BLOCK_N], dtype=tl.int32)
+                hi = tl.zeros([BLOCK_N], dtype=tl.int32) + budget
+                for _ in range(SEARCH_STEPS):  # entries of depth e before this one: >= (shallower) or > (deeper)
+                    mid = (lo + hi) // 2
+                    live = lo < hi
+                    s_mid = tl.load(other + mid, mask=live, other=0.0)
+                    ahead = tl.where(e < d, s_mid >= score, s_mid > score)
+                    lo = tl.where(live & ahead, mid + 1, lo)
+                    hi = tl.where(live & ~ahead, mid, hi)
+                rank += lo
+        chosen = in_list & (rank < budget) & (score > float("-inf"))
+        node = rank + 1
+        tl.store(ints + 2 * int_plane + d * budget + slot, tl.where(chosen, node, -1), mask=in_list)
+        tl.debug_barrier()
+        parent_pos = tl.load(ints + d * budget + slot, mask=in_list, other=0)
+        parent_node = tl.load(ints + 2 * int_plane + (d - 1) * budget + parent_pos, mask=chosen & (d > 0), other=0)
+        token_rank = tl.load(ints + int_plane + d * budget + slot, mask=in_list, other=0)
+        token = tl.load(top_tokens_ptr + b.to(tl.int64) * depth * k + d * k + token_rank, mask=chosen, other=-1)
+        at = out_ptr + b * n + node
+        tl.store(at, token, mask=chosen)
+        tl.store(at + plane, parent_node.to(tl.int64), mask=chosen)
+        tl.store(at + 2 * plane, tl.zeros([BLOCK_N], dtype=tl.int64) + d + 1, mask=chosen)
+        tl.store(at + 3 * plane, token_rank.to(tl.int64), mask=chosen)
+        tl.store(logws_ptr + b * n + node, score, mask=chosen)
+        count += tl.sum(chosen.to(tl.int32), axis=0)
+    tl.store(n_nodes_ptr + b, count + 1)

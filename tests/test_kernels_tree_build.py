@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from ddtree import build_trees
-from ddtree.kernels.tree_build import build_trees_device, to_draft_trees
+from ddtree.kernels.tree_build import (build_trees_device, select_from_top_k, select_from_top_k_ref,
+                                      to_draft_trees)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
@@ -58,3 +59,37 @@ def test_same_trees_on_gpu_real_vocab(budget):
     logits = torch.randn(4, 16, 49152, device=DEVICE) * 4
     logits[2] = logits[2].round()  # many ties
     assert_same_trees(logits, budget)
+
+
+def _top_k(logits, budget):
+    logq = torch.log_softmax(logits, dim=-1)
+    k = min(budget, logits.shape[-1])
+    values, tokens = torch.sort(logq, dim=-1, descending=True, stable=True)
+    return values[..., :k].double(), tokens[..., :k]
+
+
+@pytest.mark.parametrize("kind", ["random", "ties", "zero-probability"])
+def test_selection_kernel_matches_its_reference(kind):
+    """The Triton selection (Triton's interpreter on a CPU) gives the torch reference's trees bit for bit."""
+    g = torch.Generator().manual_seed(10 + len(kind))
+    for _ in range(12):
+        batch, depth, vocab, budget = (int(torch.randint(lo, hi, (1,), generator=g))
+                                       for lo, hi in ((1, 4), (1, 6), (1, 12), (1, 30)))
+        logits = torch.randn(batch, depth, vocab, generator=g) * 2
+        if kind == "ties":
+            logits = logits.round()
+        if kind == "zero-probability":
+            logits = logits.masked_fill(torch.rand(logits.shape, generator=g) < 0.5, -math.inf)
+            logits[..., 0] = 0.0
+        top = _top_k(logits.to(DEVICE), budget)
+        got, want = select_from_top_k(*top, budget), select_from_top_k_ref(*top, budget)
+        for field, a, b in zip(got._fields, got, want):
+            assert torch.equal(a, b), (field, batch, depth, vocab, budget)
+
+
+def test_selection_kernel_at_a_real_depth_and_budget():
+    logits = torch.randn(2, 15, 300, generator=torch.Generator().manual_seed(7)) * 3
+    logits[1] = logits[1].round()  # many exact ties
+    top = _top_k(logits.to(DEVICE), 64)
+    got, want = select_from_top_k(*top, 64), select_from_top_k_ref(*top, 64)
+    assert all(torch.equal(a, b) for a, b in zip(got, want)) and got.n_nodes.tolist() == [65, 65]

@@ -1,9 +1,10 @@
 """A minimal decoder forward for Llama- and Qwen3-family targets that reuses a loaded Hugging Face model's weights,
 keeps a static KV cache for a batch of requests and verifies ragged padded tree batches.
 
-Cache layout (the one ddtree.kernels.tree_attention reads): per layer `k, v  # [B, Hkv, max_len, D]`; request b's
-committed prefix is [0, seq_lens[b]); a forward over Q rows writes row i's K/V at seq_lens[b] + i, and `commit`
-moves the accepted rows to be contiguous after the prefix (ddtree.kernels.kv_compact on CUDA, torch elsewhere).
+Cache layout (the one ddtree.kernels.tree_attention reads): per layer `k, v  # [B, Hkv, max_len, D]`, views of one
+tensor so that compaction is one launch; request b's committed prefix is [0, seq_lens[b]); a forward over Q rows
+writes row i's K/V at seq_lens[b] + i, and `commit` moves the accepted rows to be contiguous after the prefix
+(ddtree.kernels.kv_compact on CUDA, torch elsewhere). RMSNorms run as one Triton launch each on CUDA.
 
 Every forward is a tree forward: `parents  # [B, Q]` (-1 for roots and padding rows) says which rows each row sees
 (its ancestors-or-self, plus the whole prefix). A prompt prefill is the chain tree parents[i] = i - 1.
@@ -44,9 +45,10 @@ class NativeDecoder:
         self.attention = attention
         self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
-        shape = (self.batch_size, self.kv_heads, self.max_len, self.head_dim)
-        self.k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
-        self.v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(config.num_hidden_layers)]
+        layers = config.num_hidden_layers
+        self.kv = torch.zeros(self.batch_size, 2 * layers, self.kv_heads, self.max_len, self.head_dim,
+                              dtype=self.dtype, device=self.device)  # K of every layer, then V: one compaction
+        self.k, self.v = self._views()
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
 
     @torch.no_grad()
@@ -93,11 +95,12 @@ class NativeDecoder:
         cos, sin = self.model.rotary_emb(hidden, positions)  # [b, Q, D]
         outputs = {}
         for i, layer in enumerate(self.model.layers):
-            hidden = hidden + self._attention(layer, self.k[i][slots], self.v[i][slots], layer.input_layernorm(hidden),
-                                              cos, sin, write_at, seq_lens, visible)
-            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+            hidden = hidden + self._attention(layer, self.k[i][slots], self.v[i][slots],
+                                              rms_norm(layer.input_layernorm, hidden), cos, sin, write_at, seq_lens,
+                                              visible)
+            hidden = hidden + layer.mlp(rms_norm(layer.post_attention_layernorm, hidden))
             outputs[i] = hidden
-        out = self.model.norm(hidden)
+        out = rms_norm(self.model.norm, hidden)
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
         feats = [outputs[i] for i in self.layer_ids]
         feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
@@ -111,7 +114,7 @@ class NativeDecoder:
         k = attn.k_proj(x).view(b, rows, self.kv_heads, self.head_dim)
         v = attn.v_proj(x).view(b, rows, self.kv_heads, self.head_dim)
         if hasattr(attn, "q_norm"):  # Qwen3
-            q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
         q, k = _rope(q, cos, sin), _rope(k, cos, sin)
         batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
         k_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = k  # k_cache[b, :, write_at[b, i], :] = k[b, i]
@@ -135,8 +138,8 @@ class NativeDecoder:
         seq_lens = self.seq_lens[slots]
         if self.device.type == "cuda":
             from ddtree.kernels.kv_compact import compact_kv_cache
-            self.seq_lens[slots] = compact_kv_cache([c[slots] for c in self.k + self.v], seq_lens, accepted,
-                                                    accept_len)  # in place: captured graphs read this tensor
+            caches = self.kv[slots].flatten(1, 2)  # [b, 2 * layers * Hkv, max_len, D], one launch for all layers
+            self.seq_lens[slots] = compact_kv_cache(caches, seq_lens, accepted, accept_len)  # in place
             return
         b, rows = accepted.shape
         src = seq_lens[:, None] + accepted.clamp_min(0)  # [b, Q] cache slot of each accepted node
@@ -149,13 +152,28 @@ class NativeDecoder:
             view[batch_idx[keep], dst[keep]] = moved[keep]
         self.seq_lens[slots] = seq_lens + accept_len
 
+    def _views(self):
+        """Per-layer `k, v  # [B, Hkv, max_len, D]` views of self.kv."""
+        layers = self.kv.shape[1] // 2
+        return [self.kv[:, i] for i in range(layers)], [self.kv[:, layers + i] for i in range(layers)]
+
     def clone(self) -> NativeDecoder:
         """An independent copy of the caches (for forking a session)."""
         twin = object.__new__(NativeDecoder)
         twin.__dict__.update(self.__dict__)
-        twin.k, twin.v = [k.clone() for k in self.k], [v.clone() for v in self.v]
+        twin.kv = self.kv.clone()
+        twin.k, twin.v = twin._views()
         twin.seq_lens = self.seq_lens.clone()
         return twin
+
+
+def rms_norm(module, x):
+    """An RMSNorm module (HF Llama / Qwen3, or the DFlash drafter's) applied to x: ddtree.kernels.rms_norm, one
+    launch, on CUDA; the module itself elsewhere."""
+    if not x.is_cuda:
+        return module(x)
+    from ddtree.kernels.rmsnorm import rms_norm as kernel
+    return kernel(x, module.weight, module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps)
 
 
 def _rope(x, cos, sin):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ddtree.engine.decoder import rms_norm
 from ddtree.models.drafter import apply_rope, rope_cos_sin
 
 
@@ -29,6 +30,8 @@ class StaticDrafter:
         self.attention = attention
         device, dtype = self.drafter.device, self.drafter.dtype
         shape = (batch_size, self.kv_heads, max_len, self.head_dim)
+        self.cos, self.sin = rope_cos_sin(torch.arange(max_len, device=device), self.head_dim, config.rope_theta,
+                                          dtype)  # [max_len, D] tables, gathered by position
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
         words = (self.block_size + 31) // 32  # every block row sees every block column (ancestor_bitmask layout)
@@ -42,10 +45,10 @@ class StaticDrafter:
         requests in `slots`; rows past what a request keeps are scratch past its new length."""
         b, rows, _ = features.shape
         positions = lens[:, None] + torch.arange(rows, device=lens.device)  # [b, R]
-        ctx = self.drafter.hidden_norm(self.drafter.fc(features.to(self.drafter.dtype))).flatten(0, 1)  # [b*R, H]
-        cos, sin = self._rope(positions)
+        ctx = rms_norm(self.drafter.hidden_norm, self.drafter.fc(features.to(self.drafter.dtype))).flatten(0, 1)
+        cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [b*R, D]
         for layer, k_cache, v_cache in zip(self.drafter.layers, self.k, self.v):
-            keys, values = layer.self_attn.keys_values(ctx, cos, sin)  # [b*R, Hkv, D]
+            keys, values = self._keys_values(layer.self_attn, ctx, cos, sin)  # [b*R, Hkv, D]
             _write(k_cache[slots], positions, keys.view(b, rows, self.kv_heads, self.head_dim))
             _write(v_cache[slots], positions, values.view(b, rows, self.kv_heads, self.head_dim))
 
@@ -58,23 +61,24 @@ class StaticDrafter:
         block[:, 0] = bonus
         positions = lens[:, None] + torch.arange(size, device=lens.device)  # [B, L]
         hidden = F.embedding(block, self.embed.weight).to(self.drafter.dtype)  # [B, L, H]
-        cos, sin = self._rope(positions)
+        cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [B*L, D]
         for layer, window, k_cache, v_cache in zip(self.drafter.layers, self.windows, self.k, self.v):
             attn = layer.self_attn
-            x = layer.input_layernorm(hidden).flatten(0, 1)  # [B*L, H]
-            q = apply_rope(attn.q_norm(attn.q_proj(x).view(-1, self.heads, self.head_dim)), cos, sin)
-            keys, values = attn.keys_values(x, cos, sin)
+            x = rms_norm(layer.input_layernorm, hidden).flatten(0, 1)  # [B*L, H]
+            q = apply_rope(rms_norm(attn.q_norm, attn.q_proj(x).view(-1, self.heads, self.head_dim)), cos, sin)
+            keys, values = self._keys_values(attn, x, cos, sin)
             _write(k_cache, positions, keys.view(batch, size, self.kv_heads, self.head_dim))
             _write(v_cache, positions, values.view(batch, size, self.kv_heads, self.head_dim))
             out = self._attend(q.view(batch, size, self.heads, self.head_dim), k_cache, v_cache, lens, window)
             hidden = hidden + attn.o_proj(out.reshape(batch, size, self.heads * self.head_dim))
-            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
-        hidden = self.drafter.norm(hidden)[:, 1:]
+            hidden = hidden + layer.mlp(rms_norm(layer.post_attention_layernorm, hidden))
+        hidden = rms_norm(self.drafter.norm, hidden)[:, 1:]
         return self.head(hidden.to(self.head.weight.dtype)).float()
 
-    def _rope(self, positions):
-        config = self.drafter.config
-        return rope_cos_sin(positions.flatten(), config.head_dim, config.rope_theta, self.drafter.dtype)
+    def _keys_values(self, attn, x, cos, sin):
+        """DFlash Attention.keys_values with the engine's norm: x  # [n, hidden] -> keys, values  # [n, Hkv, D]."""
+        keys = rms_norm(attn.k_norm, attn.k_proj(x).view(len(x), self.kv_heads, self.head_dim))
+        return apply_rope(keys, cos, sin), attn.v_proj(x).view(len(x), self.kv_heads, self.head_dim)
 
     def _attend(self, q, k_cache, v_cache, lens, window):
         """q  # [B, L, Hq, D] -> [B, L, Hq, D] over the context [0, lens) and the whole block."""
