@@ -50,12 +50,27 @@ def select_trees(logq: torch.Tensor, budget: int) -> BatchTrees:
     """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]`, without input checks and
     without host synchronisation (CUDA-graph capturable): the Triton kernel on CUDA for budgets up to
     KERNEL_MAX_BUDGET, the torch reference otherwise."""
-    k = min(budget, logq.shape[-1])
-    top_logq, top_tokens = torch.sort(logq, dim=-1, descending=True, stable=True)  # ties by lower token id
-    top_logq, top_tokens = top_logq[..., :k].double(), top_tokens[..., :k]  # [B, depth, K]
+    top_logq, top_tokens = ranked_top_k(logq, min(budget, logq.shape[-1]))
+    top_logq = top_logq.double()
     if logq.is_cuda and 1 <= budget <= KERNEL_MAX_BUDGET and logq.shape[1] > 0:
         return select_from_top_k(top_logq, top_tokens, budget)
     return select_from_top_k_ref(top_logq, top_tokens, budget)
+
+
+def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(values, tokens)  # [..., k]`: the k best entries of the last dimension, best first, equal values by lower
+    token id (a stable descending sort's first k), from two top-k selections instead of a full sort and with no
+    host synchronisation. The second selection ranks every token by (above the k-th value, tied with it, below)
+    then by lower id, so it keeps exactly the stable sort's set; a stable sort of those k restores value order."""
+    if k == 0:
+        return logq[..., :0], torch.zeros(logq.shape[:-1] + (0,), dtype=torch.long, device=logq.device)
+    vocab = logq.shape[-1]
+    kth = torch.topk(logq, k, dim=-1).values[..., -1:]  # [..., 1]
+    ids = torch.arange(vocab, device=logq.device)
+    key = torch.where(logq > kth, 2 * vocab, torch.where(logq == kth, vocab, 0)) - ids  # above > tied > below
+    tokens = torch.topk(key, k, dim=-1).indices  # by group, then lower id first
+    values, order = torch.sort(logq.gather(-1, tokens), dim=-1, descending=True, stable=True)
+    return values, tokens.gather(-1, order)
 
 
 def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
@@ -124,8 +139,8 @@ def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: 
     Per depth, candidate (p, r) = (p-th entry of the previous depth's list, r-th best token) can be among the
     budget best only if (p + 1)(r + 1) <= budget: every (p', r') <= (p, r) scores at least as high and comes first
     on ties (lower parent position, then rank). The kernel ranks just those candidates by (score desc, p*K + r asc)
-    with exact float64 comparisons; the global pop order then merges the depth lists (each already in key order)
-    by binary search: an entry's rank is its position plus, per other depth, the entries before it.
+    with exact float64 comparisons, and the global pop order ranks all depths' entries by (score desc, depth-major
+    position asc), as the reference's stable sorts do.
     """
     batch, depth, k = top_logq.shape
     device = top_logq.device
@@ -137,11 +152,13 @@ def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: 
     level_score = torch.empty(batch, depth, budget, dtype=torch.float64, device=device)
     level_int = torch.empty(3, batch, depth, budget, dtype=torch.int32, device=device)  # parent pos, rank, node
     block_c = triton.next_power_of_2(len(cand_parent))
+    block_e = min(1024, triton.next_power_of_2(depth * budget))
+    scratch = torch.empty(batch, block_c, dtype=torch.float64, device=device)  # one depth's candidate scores
     _select_kernel[(batch,)](
         top_logq.contiguous(), top_tokens.contiguous(), cand_parent, cand_rank, len(cand_parent),
-        level_score, level_int, out_long, logws, n_nodes, batch, depth, k, budget,
-        BLOCK_C=block_c, BLOCK_J=max(16, min(64, 8192 // block_c)), BLOCK_N=triton.next_power_of_2(budget),
-        SEARCH_STEPS=(budget).bit_length(), num_warps=8)
+        level_score, level_int, scratch, out_long, logws, n_nodes, batch, depth, k, budget,
+        BLOCK_C=block_c, BLOCK_J=max(8, 16384 // block_c), BLOCK_N=triton.next_power_of_2(budget),
+        BLOCK_E=block_e, BLOCK_J2=max(8, 16384 // block_e), num_warps=8)
     return BatchTrees(*out_long, logws, n_nodes)
 
 
@@ -155,9 +172,9 @@ def _candidates(budget: int, k: int, device: str) -> tuple[torch.Tensor, torch.T
 
 @triton.jit
 def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, num_cand,
-                   level_score_ptr, level_int_ptr, out_ptr, logws_ptr, n_nodes_ptr,
-                   batch, depth, k, budget,
-                   BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_N: tl.constexpr, SEARCH_STEPS: tl.constexpr):
+                   level_score_ptr, level_int_ptr, scratch_ptr, out_ptr, logws_ptr, n_nodes_ptr,
+                   batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_E: tl.constexpr, BLOCK_J2: tl.constexpr):
     b = tl.program_id(0)
     n = budget + 1
     plane = batch * n  # out_ptr planes: tokens, parents, depths, ranks
@@ -187,64 +204,62 @@ def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr,
     tl.store(ints + int_plane + slot, slot, mask=in_list)
     tl.debug_barrier()
 
-    # deeper lists: rank the pruned candidates, keep the budget best in key order
+    # deeper lists: rank the pruned candidates (enumerated in key order p * K + r), keep the budget best in order
     c = tl.arange(0, BLOCK_C)
     c_ok = c < num_cand
     c_parent = tl.load(cand_parent_ptr + c, mask=c_ok, other=0)
     c_rank = tl.load(cand_rank_ptr + c, mask=c_ok, other=0)
-    c_key = c_parent * k + c_rank
+    scratch = scratch_ptr + b.to(tl.int64) * BLOCK_C
     for d in range(1, depth):
-        prev = levels + (d - 1) * budget
-        q_d = q_row + d * k
-        score = tl.load(prev + c_parent, mask=c_ok, other=0.0) + tl.load(q_d + c_rank, mask=c_ok, other=0.0)
+        score = tl.load(levels + (d - 1) * budget + c_parent, mask=c_ok, other=0.0) + \
+            tl.load(q_row + d * k + c_rank, mask=c_ok, other=0.0)
+        tl.store(scratch + c, score)
+        tl.debug_barrier()
         before = tl.zeros([BLOCK_C], dtype=tl.int32)
         for j0 in range(0, num_cand, BLOCK_J):
             j = j0 + tl.arange(0, BLOCK_J)
-            j_ok = j < num_cand
-            j_parent = tl.load(cand_parent_ptr + j, mask=j_ok, other=0)
-            j_rank = tl.load(cand_rank_ptr + j, mask=j_ok, other=0)
-            j_score = tl.load(prev + j_parent, mask=j_ok, other=0.0) + tl.load(q_d + j_rank, mask=j_ok, other=0.0)
-            j_key = j_parent * k + j_rank
-            first_ = (j_score[None, :] > score[:, None]) | (
-                (j_score[None, :] == score[:, None]) & (j_key[None, :] < c_key[:, None]))
-            before += tl.sum((first_ & j_ok[None, :]).to(tl.int32), axis=1)
+            j_score = tl.load(scratch + j, mask=j < num_cand, other=float("-inf"))
+            ahead = (j_score[None, :] > score[:, None]) | ((j_score[None, :] == score[:, None]) & (j[None, :] < c[:, None]))
+            before += tl.sum((ahead & (j < num_cand)[None, :]).to(tl.int32), axis=1)
         keep = c_ok & (before < budget)
         tl.store(levels + d * budget + before, score, mask=keep)
         tl.store(ints + d * budget + before, c_parent, mask=keep)
         tl.store(ints + int_plane + d * budget + before, c_rank, mask=keep)
         tl.debug_barrier()
 
-    # global pop order: merge the depth lists; the first `budget` finite entries are the nodes 1..budget
+    # global pop order over the depth-major entries e = d * budget + i: (score desc, e asc); the first `budget`
+    # finite ones are nodes 1..budget
+    total = depth * budget
+    node_of = ints + 2 * int_plane
     count = 0
-    for d in range(0, depth):
-        score = tl.load(levels + d * budget + slot, mask=in_list, other=float("-inf"))
-        rank = slot
-        for e in range(0, depth):
-            if e != d:
-                other = levels + e * budget
-                lo = tl.zeros([BLOCK_N], dtype=tl.int32)
-                hi = tl.zeros([BLOCK_N], dtype=tl.int32) + budget
-                for _ in range(SEARCH_STEPS):  # entries of depth e before this one: >= (shallower) or > (deeper)
-                    mid = (lo + hi) // 2
-                    live = lo < hi
-                    s_mid = tl.load(other + mid, mask=live, other=0.0)
-                    ahead = tl.where(e < d, s_mid >= score, s_mid > score)
-                    lo = tl.where(live & ahead, mid + 1, lo)
-                    hi = tl.where(live & ~ahead, mid, hi)
-                rank += lo
-        chosen = in_list & (rank < budget) & (score > float("-inf"))
-        node = rank + 1
-        tl.store(ints + 2 * int_plane + d * budget + slot, tl.where(chosen, node, -1), mask=in_list)
-        tl.debug_barrier()
-        parent_pos = tl.load(ints + d * budget + slot, mask=in_list, other=0)
-        parent_node = tl.load(ints + 2 * int_plane + (d - 1) * budget + parent_pos, mask=chosen & (d > 0), other=0)
-        token_rank = tl.load(ints + int_plane + d * budget + slot, mask=in_list, other=0)
-        token = tl.load(top_tokens_ptr + b.to(tl.int64) * depth * k + d * k + token_rank, mask=chosen, other=-1)
+    for e0 in range(0, total, BLOCK_E):
+        e = e0 + tl.arange(0, BLOCK_E)
+        e_ok = e < total
+        score = tl.load(levels + e, mask=e_ok, other=float("-inf"))
+        before = tl.zeros([BLOCK_E], dtype=tl.int32)
+        for j0 in range(0, total, BLOCK_J2):
+            j = j0 + tl.arange(0, BLOCK_J2)
+            j_score = tl.load(levels + j, mask=j < total, other=float("-inf"))
+            ahead = (j_score[None, :] > score[:, None]) | ((j_score[None, :] == score[:, None]) & (j[None, :] < e[:, None]))
+            before += tl.sum((ahead & (j < total)[None, :]).to(tl.int32), axis=1)
+        chosen = e_ok & (before < budget) & (score > float("-inf"))
+        tl.store(node_of + e, tl.where(chosen, before + 1, -1), mask=e_ok)
+        count += tl.sum(chosen.to(tl.int32), axis=0)
+    tl.debug_barrier()
+    for e0 in range(0, total, BLOCK_E):
+        e = e0 + tl.arange(0, BLOCK_E)
+        e_ok = e < total
+        node = tl.load(node_of + e, mask=e_ok, other=-1)
+        chosen = node > 0
+        level = e // budget
+        parent_pos = tl.load(ints + e, mask=chosen, other=0)
+        parent_node = tl.load(node_of + (level - 1) * budget + parent_pos, mask=chosen & (level > 0), other=0)
+        token_rank = tl.load(ints + int_plane + e, mask=chosen, other=0)
+        token = tl.load(top_tokens_ptr + b.to(tl.int64) * depth * k + level * k + token_rank, mask=chosen, other=-1)
         at = out_ptr + b * n + node
         tl.store(at, token, mask=chosen)
         tl.store(at + plane, parent_node.to(tl.int64), mask=chosen)
-        tl.store(at + 2 * plane, tl.zeros([BLOCK_N], dtype=tl.int64) + d + 1, mask=chosen)
+        tl.store(at + 2 * plane, (level + 1).to(tl.int64), mask=chosen)
         tl.store(at + 3 * plane, token_rank.to(tl.int64), mask=chosen)
-        tl.store(logws_ptr + b * n + node, score, mask=chosen)
-        count += tl.sum(chosen.to(tl.int32), axis=0)
+        tl.store(logws_ptr + b * n + node, tl.load(levels + e, mask=chosen, other=0.0), mask=chosen)
     tl.store(n_nodes_ptr + b, count + 1)

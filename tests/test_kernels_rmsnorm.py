@@ -24,7 +24,8 @@ def test_rms_norm_reads_strided_rows_and_matches_the_drafter_module():
     norm = RMSNorm(64, 1e-6)
     with torch.no_grad():
         norm.weight.uniform_(0.5, 1.5)
-    x = torch.randn(5, 128)[:, ::2]  # rows with a stride
+    x = torch.randn(5, 128, device=DEVICE)[:, ::2]  # rows with a stride
+    norm = norm.to(DEVICE)
     torch.testing.assert_close(rms_norm(x, norm.weight, norm.eps), norm(x), atol=1e-5, rtol=1e-5)
 
 

@@ -9,7 +9,7 @@ tensor per round (`readback`): accepted lengths, bonus tokens, the accepted toke
   tree    DDTree: ddtree.kernels.tree_build.select_trees (= ddtree.build_tree); DFlash: the argmax chain;
           autoregressive: the root alone. Every tree is padded to Q = num_draft_tokens rows, rooted at the bonus.
   pack    input ids (padding rows carry the root token at the root position), positions = seq_len + depth,
-          ancestor bitmask, and the retrieve encoding (first child / next sibling) for the walk
+          ancestor bitmask and retrieve encoding (first child / next sibling), ddtree.kernels.tree_pack
   verify  NativeDecoder.forward_visible over the B x Q rows -> logits  # [B, Q, V], features  # [B, Q, F]
   walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) from uniforms drawn before the round
   commit  the accepted nodes' features extend the drafter's context, the target's KV cache is compacted
@@ -23,6 +23,7 @@ from contextlib import nullcontext
 import torch
 
 from ddtree.kernels.tree_build import select_trees
+from ddtree.kernels.tree_pack import tree_structure
 from ddtree.kernels.tree_verify import (retrieve_from_parents, verify_greedy_tree, verify_greedy_tree_ref,
                                         verify_sampled_tree, verify_sampled_tree_ref)
 from ddtree.session import STAGES
@@ -79,8 +80,11 @@ class DeviceRound:
         out, seq_lens = self.out, self.decoder.seq_lens
         out["ids"] = torch.where(out["tokens"] >= 0, out["tokens"], self.bonus[:, None])  # [B, Q]; root = bonus
         out["positions"] = seq_lens[:, None] + out["depths"].clamp_min(0)  # padding rows at the root's position
-        out["visible"] = self.decoder.visibility(out["parents"], seq_lens)
-        out["next_token"], out["next_sibling"] = retrieve_from_parents(out["parents"])
+        if self.decoder.attention == "triton":  # bitmask and retrieve encoding in one launch
+            out["visible"], out["next_token"], out["next_sibling"] = tree_structure(out["parents"])
+        else:
+            out["visible"] = self.decoder.visibility(out["parents"], seq_lens)
+            out["next_token"], out["next_sibling"] = retrieve_from_parents(out["parents"])
 
     def verify(self):
         out = self.out
