@@ -1,4 +1,4 @@
-"""Batched DDTree build on the GPU (ddtree.kernels.tree_build: ranked top-k, then the Triton selection) vs its torch
+"""Batched DDTree build on the GPU (ddtree.kernels.tree_build: top-k, then the Triton selection) vs its torch
 reference on the GPU vs ddtree.build_trees on the host.
 
 Draft logits [B, depth, vocab] already on the GPU (where the drafter leaves them). GPU time: CUDA events around

@@ -1,4 +1,5 @@
-"""DDTree tree build for a whole batch on the device, plain torch ops (no Triton), no host round trip.
+"""DDTree tree build for a whole batch on the device, no host round trip: a Triton selection kernel beside its torch
+reference (select_from_top_k / select_from_top_k_ref).
 
 Produces exactly `ddtree.build_tree`'s trees (same nodes, order, tie rules and node_logws). Why this works: the
 heap pops candidates in increasing order of the key (-score, depth, parent pop index, rank), because every pushed
@@ -10,7 +11,8 @@ Among the nodes of one depth, pop order is their own key order, so depth by dept
 (a node among the N best overall is among the N best of its depth). A stable sort of all depths' lists, concatenated
 depth-major, by descending score then gives the global pop order; the first N with a finite score are the nodes.
 
-Cost: depth sorts of N * K candidates per request (K = min(N, vocab)) plus one full-vocabulary sort per depth.
+Cost: one full-vocabulary sort per depth, then the reference sorts N * K candidates per depth (K = min(N, vocab)),
+while the kernel ranks only the ~N ln N candidates that can be among the N best (one launch for the batch).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from ddtree._checks import check_int, check_logits, check_temperature
 from ddtree.tree import DraftTree
 
 
-KERNEL_MAX_BUDGET = 256  # the kernel's work grows as (budget * ln budget)^2 per depth; the torch path beyond
+KERNEL_MAX_BUDGET = 128  # the kernel's work grows as (budget * ln budget)^2 per depth; the torch path beyond
 
 
 class BatchTrees(NamedTuple):
@@ -50,27 +52,12 @@ def select_trees(logq: torch.Tensor, budget: int) -> BatchTrees:
     """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]`, without input checks and
     without host synchronisation (CUDA-graph capturable): the Triton kernel on CUDA for budgets up to
     KERNEL_MAX_BUDGET, the torch reference otherwise."""
-    top_logq, top_tokens = ranked_top_k(logq, min(budget, logq.shape[-1]))
-    top_logq = top_logq.double()
+    k = min(budget, logq.shape[-1])
+    top_logq, top_tokens = torch.sort(logq, dim=-1, descending=True, stable=True)  # ties by lower token id
+    top_logq, top_tokens = top_logq[..., :k].double(), top_tokens[..., :k]  # [B, depth, K]
     if logq.is_cuda and 1 <= budget <= KERNEL_MAX_BUDGET and logq.shape[1] > 0:
         return select_from_top_k(top_logq, top_tokens, budget)
     return select_from_top_k_ref(top_logq, top_tokens, budget)
-
-
-def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(values, tokens)  # [..., k]`: the k best entries of the last dimension, best first, equal values by lower
-    token id (a stable descending sort's first k), from two top-k selections instead of a full sort and with no
-    host synchronisation. The second selection ranks every token by (above the k-th value, tied with it, below)
-    then by lower id, so it keeps exactly the stable sort's set; a stable sort of those k restores value order."""
-    if k == 0:
-        return logq[..., :0], torch.zeros(logq.shape[:-1] + (0,), dtype=torch.long, device=logq.device)
-    vocab = logq.shape[-1]
-    kth = torch.topk(logq, k, dim=-1).values[..., -1:]  # [..., 1]
-    ids = torch.arange(vocab, device=logq.device)
-    key = torch.where(logq > kth, 2 * vocab, torch.where(logq == kth, vocab, 0)) - ids  # above > tied > below
-    tokens = torch.topk(key, k, dim=-1).indices  # by group, then lower id first
-    values, order = torch.sort(logq.gather(-1, tokens), dim=-1, descending=True, stable=True)
-    return values, tokens.gather(-1, order)
 
 
 def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:

@@ -1,12 +1,12 @@
-"""Batched device tree build (ranked top-k, the Triton selection and its torch reference) vs ddtree.build_tree: same
-nodes, order, ties and node_logws."""
+"""Batched device tree build (the Triton selection and its torch reference) vs ddtree.build_tree: same nodes, order,
+ties and node_logws."""
 import math
 
 import pytest
 import torch
 
 from ddtree import build_trees
-from ddtree.kernels.tree_build import (build_trees_device, ranked_top_k, select_from_top_k, select_from_top_k_ref,
+from ddtree.kernels.tree_build import (build_trees_device, select_from_top_k, select_from_top_k_ref,
                                       to_draft_trees)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -95,16 +95,3 @@ def test_selection_kernel_at_a_real_depth_and_budget():
     got, want = select_from_top_k(*top, 64), select_from_top_k_ref(*top, 64)
     assert all(torch.equal(a, b) for a, b in zip(got, want)) and got.n_nodes.tolist() == [65, 65]
 
-
-def test_ranked_top_k_is_the_stable_sort_prefix():
-    """Two top-k selections give exactly a stable descending sort's first k, ties and -inf included."""
-    g = torch.Generator().manual_seed(3)
-    for i in range(100):
-        vocab = int(torch.randint(1, 50, (1,), generator=g))
-        k = int(torch.randint(0, vocab + 1, (1,), generator=g))
-        x = torch.randn(2, 3, vocab, generator=g)
-        if i % 2:
-            x = x.round().masked_fill(torch.rand(x.shape, generator=g) < 0.5, -math.inf)
-        values, tokens = ranked_top_k(x.to(DEVICE), k)
-        want_values, want_tokens = torch.sort(x, dim=-1, descending=True, stable=True)
-        assert torch.equal(values.cpu(), want_values[..., :k]) and torch.equal(tokens.cpu(), want_tokens[..., :k])
