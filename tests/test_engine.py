@@ -92,6 +92,8 @@ def test_bad_engine_input(pair):
         Session(pair, ["x" * 50], max_len=40, budget=4)
     with pytest.raises(ValueError, match="attention"):
         Session(pair, ["x"], attention="flash")
+    with pytest.raises(ValueError, match="cuda_graphs=True needs a CUDA pair"):
+        Session(pair, ["x"], cuda_graphs=True)  # a CPU pair
 
 
 @pytest.mark.gpu

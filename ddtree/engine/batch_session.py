@@ -112,14 +112,13 @@ class BatchSession:
         if readback[0, -1]:
             raise ValueError(f"round {len(self.records)}: the target or the drafter produced NaN or +inf logits; "
                              "nothing was committed (check the model weights and dtype)")
-        results = []
+        committed = []  # per request: (accepted draft tokens, bonus token)
         for b, row in enumerate(readback.tolist()):
-            n, bonus = row[0], row[1]
-            result = VerifyResult(accepted=[], accepted_tokens=row[3:2 + n], bonus_token=bonus)
-            self.tokens[b] += result.committed
+            n = row[0]
+            committed.append((row[3:2 + n], row[1]))
+            self.tokens[b] += row[3:2 + n] + [row[1]]
             self.acceptance_lengths[b].append(n)
-            results.append(result)
-        requests = [self._request(b, ctx[b], roots[b], results[b]) for b in range(self.batch_size)] \
+        requests = [self._request(b, ctx[b], roots[b], *committed[b]) for b in range(self.batch_size)] \
             if self.record else []
         record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify, temperature=s.temperature,
                              top_p=s.top_p, budget=s.budget, num_draft_tokens=self.round.rows, times=times,
@@ -127,11 +126,11 @@ class BatchSession:
         self.records.append(record)
         return record
 
-    def _request(self, b: int, ctx: int, root: int, result: VerifyResult):
+    def _request(self, b: int, ctx: int, root: int, accepted_tokens: list[int], bonus: int):
+        """Request b's RequestRound, from host copies of the round's device tensors."""
         got = record_inputs(self.round.out, b)
         tree = DraftTree(**got["tree"]).with_root_token(root)
-        result = VerifyResult(accepted=got["accepted"], accepted_tokens=result.accepted_tokens,
-                              bonus_token=result.bonus_token)
+        result = VerifyResult(accepted=got["accepted"], accepted_tokens=accepted_tokens, bonus_token=bonus)
         return request_round(self.pair, self.settings, ctx, tree, got["dlogits"], got["ids"], got["positions"],
                              got["logits"], result)
 

@@ -128,12 +128,14 @@ class DeviceRound:
         if self.settings.sampled:
             torch.rand(self.coins.shape, generator=self.generator, dtype=torch.float64, device=self.coins.device,
                        out=self.coins)
-        stages = [getattr(self, name) for name in STAGES]
+        stages = [None if name == "draft" and self.settings.method == "ar" else getattr(self, name)
+                  for name in STAGES]  # autoregressive rounds draft nothing
         if self.bonus.device.type != "cuda":
             times = {}
             for name, stage in zip(STAGES, stages):
                 t0 = time.perf_counter()
-                stage()
+                if stage is not None:
+                    stage()
                 times[name] = time.perf_counter() - t0
             return times
         if self.cuda_graphs and self.runs >= 1 and self.graphs is None:
@@ -144,9 +146,9 @@ class DeviceRound:
         with torch.cuda.stream(side) if side is not None else nullcontext():
             events[0].record()
             for i, (name, stage) in enumerate(zip(STAGES, stages)):
-                if self.graphs:
+                if stage is not None and self.graphs:
                     self.graphs[name].replay()
-                else:
+                elif stage is not None:
                     with torch.profiler.record_function(name):  # stage names in a profiler trace
                         stage()
                 events[i + 1].record()
@@ -168,6 +170,8 @@ def _capture(stages) -> dict:
     """One CUDA graph per stage, sharing a memory pool, captured in round order (nothing runs during capture)."""
     graphs, pool = {}, None
     for name, stage in zip(STAGES, stages):
+        if stage is None:
+            continue
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=pool):
             stage()
@@ -184,4 +188,4 @@ def record_inputs(out: dict, b: int) -> dict:
     accept_len = int(out["accept_len"][b])
     return {"tree": tree, "ids": out["ids"][b].cpu(), "positions": out["positions"][b].cpu(),
             "dlogits": out["dlogits"][b].cpu() if "dlogits" in out else None, "logits": out["logits"][b, :n].cpu(),
-            "accepted": out["accepted"][b, :accept_len].tolist(), "bonus": int(out["new_bonus"][b])}
+            "accepted": out["accepted"][b, :accept_len].tolist()}
