@@ -124,3 +124,26 @@ def test_a_round_never_synchronises_with_the_host_on_gpu(graphs, verify):
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert s.round.out["readback"].cpu()[:, 0].min() >= 1
+
+
+def test_qwen3_target_on_the_native_engine_matches_the_reference():
+    """The Qwen3 family (per-head q/k norms) through the native engine: same tokens, trees and target choices as the
+    Hugging Face reference path."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from ddtree.models import load_pair, random_drafter_for
+    from ddtree.models.pair import ByteTokenizer
+
+    tokenizer = ByteTokenizer(320)
+    config = Qwen3Config(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=512,
+                         eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    target = Qwen3ForCausalLM(config).eval().requires_grad_(False)
+    pair = load_pair((target, tokenizer), random_drafter_for(target, mask_token_id=tokenizer.mask_token_id, seed=1))
+    native = Session(pair, ["qwen prompt"], budget=6)
+    ref = Session(pair, "qwen prompt", budget=6)
+    for _ in range(4):
+        a, b = native.step().requests[0], ref.step().requests[0]
+        assert torch.equal(a.tree.tokens, b.tree.tokens) and a.target_choice == b.target_choice
+        assert a.committed == b.committed
