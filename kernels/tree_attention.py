@@ -41,14 +41,18 @@ def ancestor_bitmask(parents: torch.Tensor) -> torch.Tensor:
 
     Pointer jumping on the device: ceil(log2 Q) gather/or steps, no host round trip except the input check.
     """
+    return ancestor_bits(check_parents(parents))
+
+
+def check_parents(parents: torch.Tensor) -> torch.Tensor:
+    """`parents  # [B, Q]` integer, Q >= 1, each -1 or a smaller node index; else a ValueError (one host read)."""
     check_tensor("parents", parents, ndim=2, shape="[B, Q]", floating=False)
-    batch, rows = parents.shape
-    if rows == 0:
+    if parents.shape[1] == 0:
         raise ValueError("parents must have Q >= 1 rows per request")
-    idx = torch.arange(rows, device=parents.device)
+    idx = torch.arange(parents.shape[1], device=parents.device)
     if ((parents < -1) | (parents >= idx)).any():
         raise ValueError("parents[b, i] must be -1 or a node index < i (parents precede children)")
-    return ancestor_bits(parents)
+    return parents
 
 
 def ancestor_bits(parents: torch.Tensor) -> torch.Tensor:

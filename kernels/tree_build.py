@@ -158,6 +158,21 @@ def _candidates(budget: int, k: int, device: str) -> tuple[torch.Tensor, torch.T
 
 
 @triton.jit
+def _count_ahead(score, index, scores_ptr, count, BLOCK_J: tl.constexpr):
+    """For each entry (score, index): how many of the `count` entries at scores_ptr come first in the order
+    (score desc, index asc), the stable descending sort's order. -> [len(score)] int32"""
+    ahead = tl.zeros(score.shape, dtype=tl.int32)
+    for j0 in range(0, count, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
+        j_ok = j < count
+        j_score = tl.load(scores_ptr + j, mask=j_ok, other=float("-inf"))
+        tie = (j_score[None, :] == score[:, None]) & (j[None, :] < index[:, None])
+        first = (j_score[None, :] > score[:, None]) | tie
+        ahead += tl.sum((first & j_ok[None, :]).to(tl.int32), axis=1)
+    return ahead
+
+
+@triton.jit
 def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, num_cand,
                    level_score_ptr, level_int_ptr, scratch_ptr, out_ptr, logws_ptr, n_nodes_ptr,
                    batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -202,12 +217,7 @@ def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr,
             tl.load(q_row + d * k + c_rank, mask=c_ok, other=0.0)
         tl.store(scratch + c, score)
         tl.debug_barrier()
-        before = tl.zeros([BLOCK_C], dtype=tl.int32)
-        for j0 in range(0, num_cand, BLOCK_J):
-            j = j0 + tl.arange(0, BLOCK_J)
-            j_score = tl.load(scratch + j, mask=j < num_cand, other=float("-inf"))
-            ahead = (j_score[None, :] > score[:, None]) | ((j_score[None, :] == score[:, None]) & (j[None, :] < c[:, None]))
-            before += tl.sum((ahead & (j < num_cand)[None, :]).to(tl.int32), axis=1)
+        before = _count_ahead(score, c, scratch, num_cand, BLOCK_J)
         keep = c_ok & (before < budget)
         tl.store(levels + d * budget + before, score, mask=keep)
         tl.store(ints + d * budget + before, c_parent, mask=keep)
@@ -223,12 +233,7 @@ def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr,
         e = e0 + tl.arange(0, BLOCK_E)
         e_ok = e < total
         score = tl.load(levels + e, mask=e_ok, other=float("-inf"))
-        before = tl.zeros([BLOCK_E], dtype=tl.int32)
-        for j0 in range(0, total, BLOCK_J2):
-            j = j0 + tl.arange(0, BLOCK_J2)
-            j_score = tl.load(levels + j, mask=j < total, other=float("-inf"))
-            ahead = (j_score[None, :] > score[:, None]) | ((j_score[None, :] == score[:, None]) & (j[None, :] < e[:, None]))
-            before += tl.sum((ahead & (j < total)[None, :]).to(tl.int32), axis=1)
+        before = _count_ahead(score, e, levels, total, BLOCK_J2)
         chosen = e_ok & (before < budget) & (score > float("-inf"))
         tl.store(node_of + e, tl.where(chosen, before + 1, -1), mask=e_ok)
         count += tl.sum(chosen.to(tl.int32), axis=0)

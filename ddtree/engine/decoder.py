@@ -60,9 +60,8 @@ class NativeDecoder:
         features  # [b, Q, len(layer_ids) * hidden], decoder-layer outputs as in ddtree.models.target_forward).
         """
         slots = slice(None) if request is None else slice(request, request + 1)
-        rows = torch.arange(parents.shape[1], device=parents.device)
-        if ((parents < -1) | (parents >= rows)).any():
-            raise ValueError("parents[b, i] must be -1 or a node index < i (parents precede children)")
+        from ddtree.kernels.tree_attention import check_parents
+        check_parents(parents)
         return self.forward_visible(input_ids, positions, self.visibility(parents, self.seq_lens[slots]), slots)
 
     def visibility(self, parents, seq_lens):
