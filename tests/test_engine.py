@@ -98,10 +98,7 @@ def test_bad_engine_input(pair):
 
 @pytest.mark.gpu
 def test_triton_attention_engine_matches_torch_on_gpu():
-    pair = tiny_random_pair(2)
-    pair.target.to("cuda")
-    pair.drafter.to("cuda")
-    pair = ddtree.models.ModelPair(pair.target, pair.tokenizer, pair.drafter, torch.device("cuda"), torch.float32)
+    pair = tiny_random_pair(2, device="cuda")
     a = Session(pair, PROMPTS, budget=12, attention="triton").run(24, stop_on_eos=False)
     b = Session(pair, PROMPTS, budget=12, attention="torch").run(24, stop_on_eos=False)
     assert [g.tokens for g in a] == [g.tokens for g in b]
@@ -109,10 +106,7 @@ def test_triton_attention_engine_matches_torch_on_gpu():
 
 @pytest.mark.gpu
 def test_cuda_graph_replay_matches_eager_on_gpu():
-    pair = tiny_random_pair(3)
-    pair.target.to("cuda")
-    pair.drafter.to("cuda")
-    pair = ddtree.models.ModelPair(pair.target, pair.tokenizer, pair.drafter, torch.device("cuda"), torch.float32)
+    pair = tiny_random_pair(3, device="cuda")
     eager = Session(pair, PROMPTS, budget=10).run(24, stop_on_eos=False)
     graphed = Session(pair, PROMPTS, budget=10, cuda_graphs=True, record=False).run(24, stop_on_eos=False)
     assert [g.tokens for g in eager] == [g.tokens for g in graphed]

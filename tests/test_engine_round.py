@@ -102,19 +102,12 @@ def test_sampled_native_rounds_are_seeded_and_exact_per_round(pair):
             assert req.tree.path(req.accepted[-1]) == req.accepted
 
 
-def cuda_pair(seed):
-    pair = tiny_random_pair(seed)
-    pair.target.to("cuda")
-    pair.drafter.to("cuda")
-    return ModelPair(pair.target, pair.tokenizer, pair.drafter, torch.device("cuda"), torch.float32)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("graphs", [False, True])
 @pytest.mark.parametrize("verify", ["greedy", "sampled"])
 def test_a_round_never_synchronises_with_the_host_on_gpu(graphs, verify):
-    s = Session(cuda_pair(4), ["first prompt", "a second, longer prompt"], budget=12, verify=verify,
-                cuda_graphs=graphs, record=False)
+    s = Session(tiny_random_pair(4, device="cuda"), ["first prompt", "a second, longer prompt"], budget=12,
+                verify=verify, cuda_graphs=graphs, record=False)
     s.step()
     s.step()  # with graphs: the capture round
     torch.cuda.synchronize()

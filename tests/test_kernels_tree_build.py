@@ -22,18 +22,25 @@ def assert_same_trees(draft_logits: torch.Tensor, budget: int):
         assert (got.tokens[b, want.n_nodes:] == -1).all() and (got.node_logws[b, want.n_nodes:] == -math.inf).all()
 
 
+def random_case(g, kind, *, depths, vocabs, budgets):
+    """(draft logits [batch, depth, vocab], budget) with sizes drawn from the [lo, hi) ranges; "ties" rounds the
+    logits, "zero-probability" masks half of them to -inf (so a budget above the allowed paths gets capped)."""
+    batch, depth, vocab, budget = (int(torch.randint(lo, hi, (1,), generator=g))
+                                   for lo, hi in ((1, 4), depths, vocabs, budgets))
+    logits = torch.randn(batch, depth, vocab, generator=g) * 2
+    if kind == "ties":
+        logits = logits.round()
+    if kind == "zero-probability":
+        logits = logits.masked_fill(torch.rand(logits.shape, generator=g) < 0.5, -math.inf)
+        logits[..., 0] = 0.0
+    return logits, budget
+
+
 @pytest.mark.parametrize("kind", ["random", "ties", "zero-probability"])
 def test_same_trees_as_build_tree(kind):
     g = torch.Generator().manual_seed(len(kind))
     for _ in range(60):
-        batch, depth, vocab, budget = (int(torch.randint(lo, hi, (1,), generator=g))
-                                       for lo, hi in ((1, 4), (0, 5), (1, 9), (0, 30)))
-        logits = torch.randn(batch, depth, vocab, generator=g) * 2
-        if kind == "ties":
-            logits = logits.round()
-        if kind == "zero-probability":  # budget larger than the number of allowed paths is capped
-            logits = logits.masked_fill(torch.rand(logits.shape, generator=g) < 0.5, -math.inf)
-            logits[..., 0] = 0.0
+        logits, budget = random_case(g, kind, depths=(0, 5), vocabs=(1, 9), budgets=(0, 30))
         assert_same_trees(logits.to(DEVICE), budget)
 
 
@@ -74,18 +81,11 @@ def test_selection_kernel_matches_its_reference(kind):
     """The Triton selection (Triton's interpreter on a CPU) gives the torch reference's trees bit for bit."""
     g = torch.Generator().manual_seed(10 + len(kind))
     for _ in range(12):
-        batch, depth, vocab, budget = (int(torch.randint(lo, hi, (1,), generator=g))
-                                       for lo, hi in ((1, 4), (1, 6), (1, 12), (1, 30)))
-        logits = torch.randn(batch, depth, vocab, generator=g) * 2
-        if kind == "ties":
-            logits = logits.round()
-        if kind == "zero-probability":
-            logits = logits.masked_fill(torch.rand(logits.shape, generator=g) < 0.5, -math.inf)
-            logits[..., 0] = 0.0
+        logits, budget = random_case(g, kind, depths=(1, 6), vocabs=(1, 12), budgets=(1, 30))
         top = _top_k(logits.to(DEVICE), budget)
         got, want = select_from_top_k(*top, budget), select_from_top_k_ref(*top, budget)
         for field, a, b in zip(got._fields, got, want):
-            assert torch.equal(a, b), (field, batch, depth, vocab, budget)
+            assert torch.equal(a, b), (field, tuple(logits.shape), budget)
 
 
 def test_selection_kernel_at_a_real_depth_and_budget():

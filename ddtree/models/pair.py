@@ -13,7 +13,7 @@ from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from ddtree._checks import check_int
-from ddtree.models._common import long_vector
+from ddtree.models._common import long_vector, resolve_device
 from ddtree.models.drafter import DFlashConfig, DFlashDrafter, DraftCache
 from ddtree.models.target import load_target
 
@@ -214,8 +214,9 @@ class ByteTokenizer:
 
 def tiny_random_pair(seed: int = 0, *, vocab_size: int = 320, hidden_size: int = 64, num_layers: int = 2,
                      num_heads: int = 4, num_kv_heads: int = 2, drafter_layers: int = 1, block_size: int = 8,
-                     max_position_embeddings: int = 2048) -> ModelPair:
-    """A tiny random Llama target + random drafter sharing its vocabulary, with a ByteTokenizer (CPU, float32)."""
+                     max_position_embeddings: int = 2048, device="cpu") -> ModelPair:
+    """A tiny random Llama target + random drafter sharing its vocabulary, with a ByteTokenizer (float32, on
+    `device`; the same weights on every device)."""
     tokenizer = ByteTokenizer(vocab_size)
     config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
                          num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
@@ -227,7 +228,7 @@ def tiny_random_pair(seed: int = 0, *, vocab_size: int = 320, hidden_size: int =
         target = LlamaForCausalLM(config).eval().requires_grad_(False)
     drafter = random_drafter_for(target, num_layers=drafter_layers, block_size=block_size, seed=seed,
                                  mask_token_id=tokenizer.mask_token_id)
-    return load_pair((target, tokenizer), drafter)
+    return load_pair((target.to(resolve_device(device)), tokenizer), drafter)
 
 
 @torch.no_grad()
