@@ -1,6 +1,8 @@
 """SGLang's Triton extend-attention kernel (target-verify form) beside the workbench's tree-attention kernel and a
 dense reference, on the same padded verify batches; plus the effective-mask probe of SGLang's kernel on a correct
-and a corrupted (unpadded) packing. Writes bench/results/sglang_attention_<device>.{md,json}.
+and a corrupted (unpadded) packing. Times: medians over CUDA-graph replays with the L2 flushed (graph_ms of
+bench_tree_attention), so neither kernel's Python wrapper is timed. Writes
+bench/results/sglang_attention_<device>.{md,json}.
 
 Needs `make sglang` (here) or the sglang wheel + its kernel-import packages (on the GPU machine).
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 import torch
 
 import ddtree  # first: without a GPU it switches Triton to its interpreter before triton is imported
+from bench_tree_attention import graph_ms  # (run from the repository root: bench/ is on the path)
 from ddtree.kernels.tree_attention import ancestor_bitmask, padded_parents, tree_attention
 from ddtree.sglang import (dense_verify_attention, probe_effective_masks, random_inputs, sglang_call,
                            sglang_verify_attention)
@@ -74,10 +77,9 @@ def main() -> None:
                     want = dense_verify_attention(batch, inputs, [ddtree.expected_mask(batch, b)
                                                                   for b in range(bsz)])
                     row["sglang_vs_dense"] = float((kargs[3].float() - want.float()).abs().max())
-                if cuda:
-                    import triton.testing
-                    row["sglang_us"] = round(1e3 * triton.testing.do_bench(lambda: kernel(*kargs, **kwargs)), 2)
-                    row["workbench_us"] = round(1e3 * triton.testing.do_bench(lambda: tree_attention(*wb)), 2)
+                if cuda:  # each call replayed from a CUDA graph, L2 flushed: no Python wrapper time in either
+                    row["sglang_us"] = round(1e3 * graph_ms(lambda: kernel(*kargs, **kwargs), 40), 2)
+                    row["workbench_us"] = round(1e3 * graph_ms(lambda: tree_attention(*wb), 40), 2)
                     row["x_sglang"] = round(row["sglang_us"] / row["workbench_us"], 2)
                 rows.append(row)
                 print(row, flush=True)

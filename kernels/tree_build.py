@@ -1,5 +1,5 @@
-"""DDTree tree build for a whole batch on the device, no host round trip: a Triton selection kernel beside its torch
-reference (select_from_top_k / select_from_top_k_ref).
+"""DDTree tree build for a whole batch on the device, no host round trip: Triton kernels beside their torch
+references (top_k / top_k_ref, select_from_top_k / select_from_top_k_ref).
 
 Produces exactly `ddtree.build_tree`'s trees (same nodes, order, tie rules and node_logws). Why this works: the
 heap pops candidates in increasing order of the key (-score, depth, parent pop index, rank), because every pushed
@@ -11,8 +11,15 @@ Among the nodes of one depth, pop order is their own key order, so depth by dept
 (a node among the N best overall is among the N best of its depth). A stable sort of all depths' lists, concatenated
 depth-major, by descending score then gives the global pop order; the first N with a finite score are the nodes.
 
-Cost: one full-vocabulary sort per depth, then the reference sorts N * K candidates per depth (K = min(N, vocab)),
-while the kernel ranks only the ~N ln N candidates that can be among the N best (one launch for the batch).
+On the device (select_trees on CUDA, budgets up to KERNEL_MAX_BUDGET), about 20 launches for a whole batch at depth
+15 (graphed on an H200: 0.105 ms at budget 64, 0.133 ms at 128, log-softmax included):
+  top-K     each depth's K = min(N, vocab) best log-probs: every program keeps the best of a vocabulary chunk
+            (tl.topk over keys packing the value and the token id, so ties go to the lower id as in a stable
+            sort), then merges of the chunks' winners, MERGE_WIDTH keys a program, until one list is left
+  levels    one launch per depth, programs over the candidates: each ranks its candidates against all of them
+            (only the ~N ln N with (p+1)(r+1) <= N can be among the N best, see select_from_top_k)
+  order     the global pop order: each entry ranked against all depth * N entries
+  nodes     every node slot written by the entry that owns it (real node or padding)
 """
 from __future__ import annotations
 
@@ -28,7 +35,11 @@ from ddtree._checks import check_int, check_logits, check_temperature
 from ddtree.tree import DraftTree
 
 
-KERNEL_MAX_BUDGET = 128  # the kernel's work grows as (budget * ln budget)^2 per depth; the torch path beyond
+KERNEL_MAX_BUDGET = 1024  # above it the torch path (the top-K kernel holds N keys per program in registers)
+TOP_K_CHUNK = 1024  # vocabulary entries per program of the first top-K pass
+MERGE_WIDTH = 1024  # keys per program of a top-K merge
+TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, profile_round)
+RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 16, 512, 8  # selection: entries ranked per program, compared per step
 
 
 class BatchTrees(NamedTuple):
@@ -49,15 +60,44 @@ def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_tempera
 
 
 def select_trees(logq: torch.Tensor, budget: int) -> BatchTrees:
-    """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]`, without input checks and
-    without host synchronisation (CUDA-graph capturable): the Triton kernel on CUDA for budgets up to
-    KERNEL_MAX_BUDGET, the torch reference otherwise."""
+    """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]` float32, without input
+    checks and without host synchronisation (CUDA-graph capturable): the Triton kernels on CUDA for budgets up to
+    KERNEL_MAX_BUDGET, the torch references otherwise. NaN log-probs count as -inf."""
     k = min(budget, logq.shape[-1])
-    top_logq, top_tokens = torch.sort(logq, dim=-1, descending=True, stable=True)  # ties by lower token id
-    top_logq, top_tokens = top_logq[..., :k].double(), top_tokens[..., :k]  # [B, depth, K]
     if logq.is_cuda and 1 <= budget <= KERNEL_MAX_BUDGET and logq.shape[1] > 0:
-        return select_from_top_k(top_logq, top_tokens, budget)
-    return select_from_top_k_ref(top_logq, top_tokens, budget)
+        return select_from_top_k(*top_k(logq, k), budget)
+    return select_from_top_k_ref(*top_k_ref(logq, k), budget)
+
+
+def top_k_ref(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`logq  # [..., V]` -> (values  # [..., k] float64, tokens  # [..., k] long): the k largest, best first, ties
+    by lower token id (a stable descending sort's first k)."""
+    values, tokens = torch.sort(logq, dim=-1, descending=True, stable=True)
+    return values[..., :k].double(), tokens[..., :k]
+
+
+def top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """top_k_ref in Triton for float32 `logq  # [..., V]` (NaN counted as -inf, -0.0 as 0.0), 1 <= k <= V:
+    a pass over vocabulary chunks, then merges of MERGE_WIDTH keys until one list is left."""
+    *lead, vocab = logq.shape
+    rows = logq.reshape(-1, vocab).float().contiguous()  # [R, V]
+    n_rows, device = rows.shape[0], rows.device
+    k_pad = max(2, triton.next_power_of_2(k))  # tl.topk needs k >= 2 on older Tritons
+    chunk = max(k_pad, min(TOP_K_CHUNK, triton.next_power_of_2(vocab)))
+    lists = triton.cdiv(vocab, chunk)
+    values = torch.empty(n_rows, k, dtype=torch.float64, device=device)
+    tokens = torch.empty(n_rows, k, dtype=torch.long, device=device)
+    keys = torch.empty(n_rows, lists, k_pad, dtype=torch.int64, device=device)  # each chunk's best, best first
+    _chunk_top_k_kernel[(n_rows, lists)](rows, keys, values, tokens, vocab, k, CHUNK=chunk, K_PAD=k_pad,
+                                         FINAL=lists == 1, num_warps=TOP_K_WARPS)
+    group = max(2, MERGE_WIDTH // k_pad)
+    while lists > 1:
+        merged = triton.cdiv(lists, group)
+        out = torch.empty(n_rows, merged, k_pad, dtype=torch.int64, device=device)
+        _merge_top_k_kernel[(n_rows, merged)](keys, out, values, tokens, lists, vocab, k, GROUP=group, K_PAD=k_pad,
+                                              FINAL=merged == 1, num_warps=TOP_K_WARPS)
+        keys, lists = out, merged
+    return values.view(*lead, k), tokens.view(*lead, k)
 
 
 def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
@@ -121,137 +161,199 @@ def to_draft_trees(trees: BatchTrees) -> list[DraftTree]:
 
 
 def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
-    """select_from_top_k_ref in one Triton launch (one program per request), same trees bit for bit.
+    """select_from_top_k_ref in Triton (depth + 2 launches for the batch), same trees bit for bit; top_logq NaN-free.
 
     Per depth, candidate (p, r) = (p-th entry of the previous depth's list, r-th best token) can be among the
     budget best only if (p + 1)(r + 1) <= budget: every (p', r') <= (p, r) scores at least as high and comes first
-    on ties (lower parent position, then rank). The kernel ranks just those candidates by (score desc, p*K + r asc)
-    with exact float64 comparisons, and the global pop order ranks all depths' entries by (score desc, depth-major
-    position asc), as the reference's stable sorts do.
+    on ties (lower parent position, then rank). The level kernel ranks just those candidates by (score desc,
+    p*K + r asc) with exact float64 comparisons; every depth's list holds `budget` entries (-inf past its
+    candidates). The order kernel ranks all depths' entries by (score desc, depth-major position asc), as the
+    reference's stable sorts do: ranks are a permutation, so each node slot 1..budget is written by exactly one
+    entry, a real node when its score is finite and padding otherwise.
     """
     batch, depth, k = top_logq.shape
     device = top_logq.device
     cand_parent, cand_rank = _candidates(budget, k, str(device))
-    n = budget + 1
+    top_logq, top_tokens = top_logq.contiguous(), top_tokens.contiguous()
+    n, total = budget + 1, depth * budget
+    level_score = torch.empty(batch, depth, budget, dtype=torch.float64, device=device)
+    level_int = torch.empty(2, batch, depth, budget, dtype=torch.int32, device=device)  # parent position, rank
+    node_of = torch.empty(batch, total, dtype=torch.int32, device=device)  # 1 + pop rank, 0 past the budget
     out_long = torch.empty(4, batch, n, dtype=torch.long, device=device)  # tokens, parents, depths, ranks
     logws = torch.empty(batch, n, dtype=torch.float64, device=device)
     n_nodes = torch.empty(batch, dtype=torch.long, device=device)
-    level_score = torch.empty(batch, depth, budget, dtype=torch.float64, device=device)
-    level_int = torch.empty(3, batch, depth, budget, dtype=torch.int32, device=device)  # parent pos, rank, node
-    block_c = triton.next_power_of_2(len(cand_parent))
-    block_e = min(1024, triton.next_power_of_2(depth * budget))
-    scratch = torch.empty(batch, block_c, dtype=torch.float64, device=device)  # one depth's candidate scores
-    _select_kernel[(batch,)](
-        top_logq.contiguous(), top_tokens.contiguous(), cand_parent, cand_rank, len(cand_parent),
-        level_score, level_int, scratch, out_long, logws, n_nodes, batch, depth, k, budget,
-        BLOCK_C=block_c, BLOCK_J=max(8, 16384 // block_c), BLOCK_N=triton.next_power_of_2(budget),
-        BLOCK_E=block_e, BLOCK_J2=max(8, 16384 // block_e), num_warps=8)
+    for d in range(depth):
+        num_cand = min(k, budget) if d == 0 else len(cand_parent)  # depth 1: the root's children only
+        _level_kernel[(batch, triton.cdiv(num_cand, RANK_BLOCK))](
+            top_logq, cand_parent, cand_rank, num_cand, level_score, level_int, d, batch, depth, k, budget,
+            BLOCK_C=RANK_BLOCK, BLOCK_J=RANK_CHUNK, num_warps=RANK_WARPS)
+    grid = (batch, triton.cdiv(total, RANK_BLOCK))
+    _order_kernel[grid](level_score, node_of, n_nodes, total, budget, BLOCK_E=RANK_BLOCK, BLOCK_J=RANK_CHUNK,
+                        num_warps=RANK_WARPS)
+    _nodes_kernel[grid](top_tokens, level_score, level_int, node_of, out_long, logws, n_nodes, batch, depth, k,
+                        budget, BLOCK_E=RANK_BLOCK)
     return BatchTrees(*out_long, logws, n_nodes)
 
 
 @lru_cache(maxsize=64)
 def _candidates(budget: int, k: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(parent positions, ranks)  # [C] int32: the (p, r) with p < budget, r < K and (p + 1)(r + 1) <= budget."""
+    """(parent positions, ranks)  # [C] int32: the (p, r) with p < budget, r < K and (p + 1)(r + 1) <= budget,
+    in key order (p-major); the first min(K, budget) are p = 0."""
     pairs = [(p, r) for p in range(budget) for r in range(min(k, budget // (p + 1)))]
     table = torch.tensor(pairs, dtype=torch.int32).T.contiguous().to(device)
     return table[0], table[1]
 
 
+# ---------------------------------------------------------------------------------------------------- top-K
 @triton.jit
-def _count_ahead(score, index, scores_ptr, count, BLOCK_J: tl.constexpr):
-    """For each entry (score, index): how many of the `count` entries at scores_ptr come first in the order
+def _pack(value, token, vocab):
+    """(float32 value, token id) -> int64 keys ordered as (value desc, token asc) when sorted descending."""
+    value = tl.where(value != value, float("-inf"), value)  # NaN counts as -inf
+    value = tl.where(value == 0.0, 0.0, value)  # -0.0 ties with 0.0, as in a sort
+    bits = value.to(tl.int32, bitcast=True)
+    ordered = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # signed order = float order
+    return (ordered.to(tl.int64) << 32) | (vocab - 1 - token).to(tl.int64)
+
+
+@triton.jit
+def _store_top(keys, offs, keys_out, values_ptr, tokens_ptr, row, vocab, k, FINAL: tl.constexpr):
+    """A program's best keys (best first): to keys_out[offs], or, FINAL, the first k unpacked to the outputs."""
+    if FINAL:
+        hi = (keys >> 32).to(tl.int32)
+        value = tl.where(hi < 0, hi ^ 0x7FFFFFFF, hi).to(tl.float32, bitcast=True)
+        token = vocab - 1 - (keys & 0xFFFFFFFF)
+        at = row.to(tl.int64) * k + offs
+        tl.store(values_ptr + at, value.to(tl.float64), mask=offs < k)
+        tl.store(tokens_ptr + at, token, mask=offs < k)
+    else:
+        tl.store(keys_out + offs, keys)
+
+
+@triton.jit
+def _chunk_top_k_kernel(rows_ptr, keys_ptr, values_ptr, tokens_ptr, vocab, k, CHUNK: tl.constexpr,
+                        K_PAD: tl.constexpr, FINAL: tl.constexpr):
+    row, chunk = tl.program_id(0), tl.program_id(1)
+    token = chunk * CHUNK + tl.arange(0, CHUNK)
+    ok = token < vocab
+    value = tl.load(rows_ptr + row.to(tl.int64) * vocab + token, mask=ok, other=0.0)
+    keys = tl.where(ok, _pack(value, token, vocab), -(2 ** 63))
+    out = keys_ptr + (row.to(tl.int64) * tl.num_programs(1) + chunk) * K_PAD
+    _store_top(tl.topk(keys, K_PAD), tl.arange(0, K_PAD), out, values_ptr, tokens_ptr, row, vocab, k, FINAL)
+
+
+@triton.jit
+def _merge_top_k_kernel(keys_ptr, out_ptr, values_ptr, tokens_ptr, lists, vocab, k, GROUP: tl.constexpr,
+                        K_PAD: tl.constexpr, FINAL: tl.constexpr):
+    row, group = tl.program_id(0), tl.program_id(1)
+    j = tl.arange(0, GROUP * K_PAD)
+    ok = group * GROUP + j // K_PAD < lists
+    keys = tl.load(keys_ptr + (row.to(tl.int64) * lists + group * GROUP) * K_PAD + j, mask=ok, other=-(2 ** 63))
+    out = out_ptr + (row.to(tl.int64) * tl.num_programs(1) + group) * K_PAD
+    _store_top(tl.topk(keys, K_PAD), tl.arange(0, K_PAD), out, values_ptr, tokens_ptr, row, vocab, k, FINAL)
+
+
+# ---------------------------------------------------------------------------------------------------- selection
+@triton.jit
+def _ahead(score, index, j_score, j, j_ok):
+    """For each entry (score, index): how many of the entries (j_score, j) where j_ok come first in the order
     (score desc, index asc), the stable descending sort's order. -> [len(score)] int32"""
-    ahead = tl.zeros(score.shape, dtype=tl.int32)
-    for j0 in range(0, count, BLOCK_J):
-        j = j0 + tl.arange(0, BLOCK_J)
-        j_ok = j < count
-        j_score = tl.load(scores_ptr + j, mask=j_ok, other=float("-inf"))
-        tie = (j_score[None, :] == score[:, None]) & (j[None, :] < index[:, None])
-        first = (j_score[None, :] > score[:, None]) | tie
-        ahead += tl.sum((first & j_ok[None, :]).to(tl.int32), axis=1)
-    return ahead
+    tie = (j_score[None, :] == score[:, None]) & (j[None, :] < index[:, None])
+    first = ((j_score[None, :] > score[:, None]) | tie) & j_ok[None, :]
+    return tl.sum(first.to(tl.int32), axis=1)
 
 
 @triton.jit
-def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, num_cand,
-                   level_score_ptr, level_int_ptr, scratch_ptr, out_ptr, logws_ptr, n_nodes_ptr,
-                   batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_E: tl.constexpr, BLOCK_J2: tl.constexpr):
-    b = tl.program_id(0)
+def _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, c, ok, d):
+    """Candidates c's scores: previous list[parent] (0 for depth 1's root) + this depth's log-prob[rank]."""
+    parent = tl.load(cand_parent_ptr + c, mask=ok, other=0)
+    rank = tl.load(cand_rank_ptr + c, mask=ok, other=0)
+    base = tl.load(prev + parent, mask=ok & (tl.zeros_like(c) + d > 0), other=0.0)
+    return base + tl.load(q + rank, mask=ok, other=float("-inf")), parent, rank
+
+
+@triton.jit
+def _level_kernel(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, d,
+                  batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr):
+    """Depth d's list: the `budget` best candidates in key order, -inf past the candidates."""
+    b, pc = tl.program_id(0), tl.program_id(1)
+    row = b.to(tl.int64) * depth + d
+    q = top_logq_ptr + row * k
+    prev = level_score_ptr + (row - 1) * budget  # read only for d > 0
+    c = pc * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_ok = c < num_cand
+    score, parent, rank = _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, c, c_ok, d)
+    ahead = tl.zeros([BLOCK_C], dtype=tl.int32)
+    for j0 in range(0, num_cand, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
+        j_ok = j < num_cand
+        j_score, _, _ = _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, j, j_ok, d)
+        ahead += _ahead(score, c, j_score, j, j_ok)
+    keep = c_ok & (ahead < budget)
+    out = level_score_ptr + row * budget
+    ints = level_int_ptr + row * budget
+    int_plane = batch * depth * budget
+    tl.store(out + ahead, score, mask=keep)
+    tl.store(ints + ahead, parent, mask=keep)
+    tl.store(ints + int_plane + ahead, rank, mask=keep)
+    if pc == 0:  # entries past the candidates (a vocabulary smaller than the budget)
+        for i0 in range(num_cand, budget, BLOCK_C):
+            i = i0 + tl.arange(0, BLOCK_C)
+            tl.store(out + i, tl.full([BLOCK_C], float("-inf"), tl.float64), mask=i < budget)
+            tl.store(ints + i, tl.zeros([BLOCK_C], tl.int32), mask=i < budget)
+            tl.store(ints + int_plane + i, tl.zeros([BLOCK_C], tl.int32), mask=i < budget)
+
+
+@triton.jit
+def _order_kernel(level_score_ptr, node_of_ptr, n_nodes_ptr, total, budget, BLOCK_E: tl.constexpr,
+                  BLOCK_J: tl.constexpr):
+    """node_of[e] = 1 + the global pop rank of entry e (depth-major over the lists) if it is among the budget
+    first, else 0; n_nodes starts at 1 (the root) for the nodes kernel to raise."""
+    b, pe = tl.program_id(0), tl.program_id(1)
+    scores = level_score_ptr + b.to(tl.int64) * total
+    e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
+    e_ok = e < total
+    score = tl.load(scores + e, mask=e_ok, other=float("-inf"))
+    ahead = tl.zeros([BLOCK_E], dtype=tl.int32)
+    for j0 in range(0, total, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
+        j_ok = j < total
+        ahead += _ahead(score, e, tl.load(scores + j, mask=j_ok, other=float("-inf")), j, j_ok)
+    tl.store(node_of_ptr + b.to(tl.int64) * total + e, tl.where(ahead < budget, ahead + 1, 0), mask=e_ok)
+    if pe == 0:
+        tl.store(n_nodes_ptr + b, 1)
+
+
+@triton.jit
+def _nodes_kernel(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
+                  batch, depth, k, budget, BLOCK_E: tl.constexpr):
+    """Node slot node_of[e] from entry e: its fields if its score is finite, padding otherwise; the root."""
+    b, pe = tl.program_id(0), tl.program_id(1)
+    total = depth * budget
     n = budget + 1
     plane = batch * n  # out_ptr planes: tokens, parents, depths, ranks
-    int_plane = batch * depth * budget  # level_int planes: parent position, rank, node index
-    q_row = top_logq_ptr + b.to(tl.int64) * depth * k
-    levels = level_score_ptr + b.to(tl.int64) * depth * budget
-    ints = level_int_ptr + b.to(tl.int64) * depth * budget
-    slot = tl.arange(0, BLOCK_N)
-    in_list = slot < budget
-
-    # padding everywhere, then the root in slot 0
-    out = out_ptr + b * n + 1 + slot
-    for plane_id in range(4):
-        tl.store(out + plane_id * plane, tl.full([BLOCK_N], -1, tl.int64), mask=in_list)
-    tl.store(logws_ptr + b * n + 1 + slot, tl.full([BLOCK_N], float("-inf"), tl.float64), mask=in_list)
-    root = out_ptr + b * n
-    tl.store(root, -1)
-    tl.store(root + plane, -1)
-    tl.store(root + 2 * plane, 0)
-    tl.store(root + 3 * plane, -1)
-    tl.store(logws_ptr + b * n, 0.0)
-
-    # depth 1: the K best tokens (slots past K hold -inf and are never selected)
-    first = tl.load(q_row + slot, mask=slot < k, other=float("-inf"))
-    tl.store(levels + slot, first, mask=in_list)
-    tl.store(ints + slot, tl.full([BLOCK_N], -1, tl.int32), mask=in_list)
-    tl.store(ints + int_plane + slot, slot, mask=in_list)
-    tl.debug_barrier()
-
-    # deeper lists: rank the pruned candidates (enumerated in key order p * K + r), keep the budget best in order
-    c = tl.arange(0, BLOCK_C)
-    c_ok = c < num_cand
-    c_parent = tl.load(cand_parent_ptr + c, mask=c_ok, other=0)
-    c_rank = tl.load(cand_rank_ptr + c, mask=c_ok, other=0)
-    scratch = scratch_ptr + b.to(tl.int64) * BLOCK_C
-    for d in range(1, depth):
-        score = tl.load(levels + (d - 1) * budget + c_parent, mask=c_ok, other=0.0) + \
-            tl.load(q_row + d * k + c_rank, mask=c_ok, other=0.0)
-        tl.store(scratch + c, score)
-        tl.debug_barrier()
-        before = _count_ahead(score, c, scratch, num_cand, BLOCK_J)
-        keep = c_ok & (before < budget)
-        tl.store(levels + d * budget + before, score, mask=keep)
-        tl.store(ints + d * budget + before, c_parent, mask=keep)
-        tl.store(ints + int_plane + d * budget + before, c_rank, mask=keep)
-        tl.debug_barrier()
-
-    # global pop order over the depth-major entries e = d * budget + i: (score desc, e asc); the first `budget`
-    # finite ones are nodes 1..budget
-    total = depth * budget
-    node_of = ints + 2 * int_plane
-    count = 0
-    for e0 in range(0, total, BLOCK_E):
-        e = e0 + tl.arange(0, BLOCK_E)
-        e_ok = e < total
-        score = tl.load(levels + e, mask=e_ok, other=float("-inf"))
-        before = _count_ahead(score, e, levels, total, BLOCK_J2)
-        chosen = e_ok & (before < budget) & (score > float("-inf"))
-        tl.store(node_of + e, tl.where(chosen, before + 1, -1), mask=e_ok)
-        count += tl.sum(chosen.to(tl.int32), axis=0)
-    tl.debug_barrier()
-    for e0 in range(0, total, BLOCK_E):
-        e = e0 + tl.arange(0, BLOCK_E)
-        e_ok = e < total
-        node = tl.load(node_of + e, mask=e_ok, other=-1)
-        chosen = node > 0
-        level = e // budget
-        parent_pos = tl.load(ints + e, mask=chosen, other=0)
-        parent_node = tl.load(node_of + (level - 1) * budget + parent_pos, mask=chosen & (level > 0), other=0)
-        token_rank = tl.load(ints + int_plane + e, mask=chosen, other=0)
-        token = tl.load(top_tokens_ptr + b.to(tl.int64) * depth * k + level * k + token_rank, mask=chosen, other=-1)
-        at = out_ptr + b * n + node
-        tl.store(at, token, mask=chosen)
-        tl.store(at + plane, parent_node.to(tl.int64), mask=chosen)
-        tl.store(at + 2 * plane, (level + 1).to(tl.int64), mask=chosen)
-        tl.store(at + 3 * plane, token_rank.to(tl.int64), mask=chosen)
-        tl.store(logws_ptr + b * n + node, tl.load(levels + e, mask=chosen, other=0.0), mask=chosen)
-    tl.store(n_nodes_ptr + b, count + 1)
+    base = b.to(tl.int64) * total
+    e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
+    e_ok = e < total
+    node = tl.load(node_of_ptr + base + e, mask=e_ok, other=0)
+    owner = node > 0
+    score = tl.load(level_score_ptr + base + e, mask=owner, other=float("-inf"))
+    real = owner & (score > float("-inf"))
+    level = e // budget
+    parent_pos = tl.load(level_int_ptr + base + e, mask=real, other=0)
+    rank = tl.load(level_int_ptr + batch * total + base + e, mask=real, other=0)
+    parent = tl.load(node_of_ptr + base + (level - 1) * budget + parent_pos, mask=real & (level > 0), other=0)
+    token = tl.load(top_tokens_ptr + (b.to(tl.int64) * depth + level) * k + rank, mask=real, other=-1)
+    at = out_ptr + b * n + node
+    tl.store(at, tl.where(real, token, -1), mask=owner)
+    tl.store(at + plane, tl.where(real, parent, -1).to(tl.int64), mask=owner)
+    tl.store(at + 2 * plane, tl.where(real, level + 1, -1).to(tl.int64), mask=owner)
+    tl.store(at + 3 * plane, tl.where(real, rank, -1).to(tl.int64), mask=owner)
+    tl.store(logws_ptr + b * n + node, tl.where(real, score, float("-inf")), mask=owner)
+    tl.atomic_max(n_nodes_ptr + b, tl.max(tl.where(real, node + 1, 1), axis=0).to(tl.int64))
+    if pe == 0:  # the root
+        root = out_ptr + b * n
+        tl.store(root, -1)
+        tl.store(root + plane, -1)
+        tl.store(root + 2 * plane, 0)
+        tl.store(root + 3 * plane, -1)
+        tl.store(logws_ptr + b * n, 0.0)

@@ -34,20 +34,24 @@ def test_retrieve_from_parents_is_the_retrieve_encoding():
             assert (next_token[b, n:] == -1).all() and (next_sibling[b, n:] == -1).all()
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("sliding", [False, True])
-def test_static_drafter_matches_draft_logits_per_request(pair, sliding):
+def test_static_drafter_matches_draft_logits_per_request(device, sliding):
+    """On CUDA the fused path (ddtree.kernels.rope / swiglu / rmsnorm with the residual, Triton attention)."""
+    pair = tiny_random_pair(1, device=device)
     config = pair.drafter.config
     if sliding:
         config = dataclasses.replace(config, num_hidden_layers=2, layer_types=("sliding_attention", "full_attention"),
                                      sliding_window=4)
     torch.manual_seed(3)
-    drafter = DFlashDrafter(config).eval().requires_grad_(False)
+    drafter = DFlashDrafter(config).eval().requires_grad_(False).to(device)
     twin = ModelPair(pair.target, pair.tokenizer, drafter, pair.device, pair.dtype)
-    lens, bonus = [5, 11, 2], torch.tensor([7, 300, 65])
+    lens, bonus = [5, 11, 2], torch.tensor([7, 300, 65], device=device)
     width = len(config.target_layer_ids) * config.hidden_size
-    features = [torch.randn(n, width) for n in lens]
-    static = StaticDrafter(twin, batch_size=3, max_len=40, attention="torch")
-    at = torch.zeros(3, dtype=torch.long)
+    features = [torch.randn(n, width).to(device) for n in lens]
+    static = StaticDrafter(twin, batch_size=3, max_len=40, attention="triton" if device == "cuda" else "torch")
+    assert static.fused == (device == "cuda")
+    at = torch.zeros(3, dtype=torch.long, device=device)
     for b, feats in enumerate(features):  # request 1 in two pieces: extensions continue the context
         for piece in (feats[:4], feats[4:]) if b == 1 else (feats,):
             static.extend(piece[None], at[b:b + 1], slots=slice(b, b + 1))
@@ -55,7 +59,7 @@ def test_static_drafter_matches_draft_logits_per_request(pair, sliding):
     got = static.logits(bonus, at)  # [3, block - 1, V]
     for b, feats in enumerate(features):
         cache = drafter.new_cache()
-        drafter.extend_context(cache, feats, torch.arange(len(feats)))
+        drafter.extend_context(cache, feats, torch.arange(len(feats), device=device))
         want = draft_logits((drafter, pair.target), int(bonus[b]), cache)
         torch.testing.assert_close(got[b], want, atol=1e-4, rtol=1e-4)
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from ddtree import build_trees
-from ddtree.kernels.tree_build import (build_trees_device, select_from_top_k, select_from_top_k_ref,
+from ddtree.kernels import tree_build
+from ddtree.kernels.tree_build import (build_trees_device, select_from_top_k, select_from_top_k_ref, top_k, top_k_ref,
                                       to_draft_trees)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -62,7 +63,7 @@ def test_bad_input_names_the_argument():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("budget", [16, 128, 512])
+@pytest.mark.parametrize("budget", [16, 128, 512, 1024])
 def test_same_trees_on_gpu_real_vocab(budget):
     logits = torch.randn(4, 16, 49152, device=DEVICE) * 4
     logits[2] = logits[2].round()  # many ties
@@ -70,10 +71,44 @@ def test_same_trees_on_gpu_real_vocab(budget):
 
 
 def _top_k(logits, budget):
-    logq = torch.log_softmax(logits, dim=-1)
-    k = min(budget, logits.shape[-1])
-    values, tokens = torch.sort(logq, dim=-1, descending=True, stable=True)
-    return values[..., :k].double(), tokens[..., :k]
+    return top_k_ref(torch.log_softmax(logits, dim=-1), min(budget, logits.shape[-1]))
+
+
+@pytest.mark.parametrize("kind", ["random", "ties", "zero-probability"])
+def test_top_k_kernel_matches_a_stable_sort(kind, monkeypatch):
+    """Small chunks and merges (Triton's interpreter on a CPU) so that several merge levels run: same values and
+    token ids as the first k of a stable descending sort, ties to the lower id."""
+    monkeypatch.setattr(tree_build, "TOP_K_CHUNK", 16)
+    monkeypatch.setattr(tree_build, "MERGE_WIDTH", 32)
+    g = torch.Generator().manual_seed(20 + len(kind))
+    for _ in range(6):
+        logits, _ = random_case(g, kind, depths=(1, 4), vocabs=(1, 150), budgets=(1, 2))
+        logq = torch.log_softmax(logits, dim=-1).to(DEVICE)
+        k = int(torch.randint(1, logq.shape[-1] + 1, (1,), generator=g))
+        for got, want in zip(top_k(logq, k), top_k_ref(logq, k)):
+            assert torch.equal(got, want), (kind, tuple(logq.shape), k)
+
+
+def test_top_k_kernel_nan_and_signed_zero_and_one_chunk():
+    """NaN counts as -inf and -0.0 ties with 0.0 (lower id first); a vocabulary within one chunk needs no merge."""
+    logq = torch.tensor([[-1.0, float("nan"), -0.0, 0.0, -float("inf"), -3.0]]).to(DEVICE)
+    values, tokens = top_k(logq, 6)
+    assert tokens.tolist() == [[2, 3, 0, 5, 1, 4]]
+    assert values[0, :4].tolist() == [0.0, 0.0, -1.0, -3.0] and (values[0, 4:] == -math.inf).all()
+    logq = torch.log_softmax(torch.randn(3, 5, 200, generator=torch.Generator().manual_seed(3)), -1).to(DEVICE)
+    for got, want in zip(top_k(logq, 64), top_k_ref(logq, 64)):
+        assert torch.equal(got, want)
+
+
+def test_kernels_build_the_trees_of_build_tree(monkeypatch):
+    """top_k then select_from_top_k (the device path of select_trees), vocabulary larger than a chunk."""
+    monkeypatch.setattr(tree_build, "TOP_K_CHUNK", 64)
+    monkeypatch.setattr(tree_build, "MERGE_WIDTH", 256)
+    logits = torch.randn(2, 6, 500, generator=torch.Generator().manual_seed(5)) * 3
+    logits[1] = logits[1].round()
+    got = select_from_top_k(*top_k(torch.log_softmax(logits, -1).to(DEVICE), 40), 40)
+    for mine, want in zip(to_draft_trees(got), build_trees(logits, 40)):
+        assert all(torch.equal(getattr(mine, f), getattr(want, f)) for f in FIELDS)
 
 
 @pytest.mark.parametrize("kind", ["random", "ties", "zero-probability"])

@@ -17,6 +17,7 @@ tensor per round (`readback`): accepted lengths, bonus tokens, the accepted toke
 """
 from __future__ import annotations
 
+import math
 import time
 from contextlib import nullcontext
 
@@ -102,8 +103,8 @@ class DeviceRound:
             result = (verify_greedy_tree if cuda else verify_greedy_tree_ref)(*tree, out["logits"])
         accepted, accept_len, new_bonus = (x.to(self.bonus.device) for x in result)
         bad = ~torch.isfinite(out["logits"]).all()
-        if "dlogits" in out:
-            bad = bad | (out["dlogits"].isnan() | out["dlogits"].isposinf()).any()
+        if "dlogits" in out:  # NaN or +inf (a -inf draft logit is a zero-probability token)
+            bad = bad | ~(out["dlogits"] < math.inf).all()
         # non-finite logits: the commit keeps nothing (accept_len 0), so the state stays that before the round
         out.update(accepted=accepted, accept_len=torch.where(bad, 0, accept_len),
                    new_bonus=torch.where(bad, self.bonus, new_bonus), bad_logits=bad)

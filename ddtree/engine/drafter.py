@@ -7,6 +7,11 @@ seq_lens. A block forward writes the block's own K/V at lens[b] + j (scratch tha
 and attends over [0, lens[b] + block_size): non-causal inside the block, context keys inside the sliding window
 of a sliding layer. Same semantics as ddtree.models.DFlashDrafter with its DraftCache, for many requests at once
 and with no host synchronisation (CUDA-graph capturable).
+
+On CUDA a layer is 9 launches: the residual add fused into each RMSNorm (ddtree.kernels.rmsnorm), one q/k/v
+projection (weights concatenated once, at construction), q/k norms + RoPE + cache write in one launch
+(ddtree.kernels.rope), attention, o_proj, one gate/up projection, SwiGLU (ddtree.kernels.swiglu), down_proj.
+Elsewhere the drafter's own modules run, as in the reference.
 """
 from __future__ import annotations
 
@@ -34,6 +39,14 @@ class StaticDrafter:
                                           dtype)  # [max_len, D] tables, gathered by position
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
+        self.block = torch.full((batch_size, self.block_size), self.mask_token_id, dtype=torch.long, device=device)
+        self.offsets = torch.arange(max(max_len, self.block_size), device=device)  # positions lens + j
+        self.fused = device.type == "cuda"
+        if self.fused:  # copies of the weights, taken here: after changing the drafter, build a new session
+            self.qkv = [torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight])
+                        for a in (layer.self_attn for layer in self.drafter.layers)]  # [(Hq + 2 Hkv) D, H]
+            self.gate_up = [torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight])
+                            for layer in self.drafter.layers]  # [2 I, H]
         words = (self.block_size + 31) // 32  # every block row sees every block column (ancestor_bitmask layout)
         full = [sum(1 << c for c in range(32 * w, min(32 * w + 32, self.block_size))) for w in range(words)]
         self.block_bits = torch.tensor([x - (1 << 32) if x >= 1 << 31 else x for x in full], dtype=torch.int32,
@@ -44,8 +57,16 @@ class StaticDrafter:
         """Write context rows: `features  # [b, R, F]` (target features) at positions lens[b] + 0..R-1 of the
         requests in `slots`; rows past what a request keeps are scratch past its new length."""
         b, rows, _ = features.shape
-        positions = lens[:, None] + torch.arange(rows, device=lens.device)  # [b, R]
+        positions = lens[:, None] + self.offsets[:rows]  # [b, R]
         ctx = rms_norm(self.drafter.hidden_norm, self.drafter.fc(features.to(self.drafter.dtype))).flatten(0, 1)
+        if self.fused:
+            from ddtree.kernels.rope import norm_rope_cache
+            kv_rows = self.heads * self.head_dim  # the k and v rows of the concatenated projection
+            for layer, qkv, k_cache, v_cache in zip(self.drafter.layers, self.qkv, self.k, self.v):
+                k_norm = layer.self_attn.k_norm
+                norm_rope_cache(F.linear(ctx, qkv[kv_rows:]), k_norm.weight, k_norm.weight, k_norm.eps, self.cos,
+                                self.sin, positions.flatten(), k_cache[slots], v_cache[slots], rows)
+            return
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [b*R, D]
         for layer, k_cache, v_cache in zip(self.drafter.layers, self.k, self.v):
             keys, values = self._keys_values(layer.self_attn, ctx, cos, sin)  # [b*R, Hkv, D]
@@ -57,10 +78,11 @@ class StaticDrafter:
         """One pass over the block [bonus, MASK x (block - 1)] of every request at positions lens[b] + j
         -> draft logits  # [B, block - 1, vocab] float32 (ddtree.models.draft_logits, batched)."""
         batch, size = bonus.shape[0], self.block_size
-        block = torch.full((batch, size), self.mask_token_id, dtype=torch.long, device=bonus.device)
-        block[:, 0] = bonus
-        positions = lens[:, None] + torch.arange(size, device=lens.device)  # [B, L]
-        hidden = F.embedding(block, self.embed.weight).to(self.drafter.dtype)  # [B, L, H]
+        self.block[:, 0] = bonus
+        positions = lens[:, None] + self.offsets[:size]  # [B, L]
+        hidden = F.embedding(self.block, self.embed.weight).to(self.drafter.dtype)  # [B, L, H]
+        if self.fused:
+            return self._logits_fused(hidden, positions, lens)
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [B*L, D]
         for layer, window, k_cache, v_cache in zip(self.drafter.layers, self.windows, self.k, self.v):
             attn = layer.self_attn
@@ -73,6 +95,31 @@ class StaticDrafter:
             hidden = hidden + attn.o_proj(out.reshape(batch, size, self.heads * self.head_dim))
             hidden = hidden + layer.mlp(rms_norm(layer.post_attention_layernorm, hidden))
         hidden = rms_norm(self.drafter.norm, hidden)[:, 1:]
+        return self.head(hidden.to(self.head.weight.dtype)).float()
+
+    def _logits_fused(self, hidden, positions, lens):
+        """logits() with the fused CUDA kernels; hidden  # [B, L, H] block embeddings."""
+        from ddtree.kernels.rmsnorm import rms_norm as norm
+        from ddtree.kernels.rope import norm_rope_cache
+        from ddtree.kernels.swiglu import silu_mul
+        batch, size = positions.shape
+        delta = None  # the MLP output that the next norm adds to the residual stream
+        for i, (layer, window) in enumerate(zip(self.drafter.layers, self.windows)):
+            attn, mlp, pre = layer.self_attn, layer.mlp, layer.input_layernorm
+            if delta is None:
+                x = norm(hidden, pre.weight, pre.eps)
+            else:
+                x, hidden = norm(delta, pre.weight, pre.eps, residual=hidden)
+            q = norm_rope_cache(F.linear(x.flatten(0, 1), self.qkv[i]), attn.q_norm.weight, attn.k_norm.weight,
+                                attn.k_norm.eps, self.cos, self.sin, positions.flatten(), self.k[i], self.v[i], size)
+            out = self._attend(q.view(batch, size, self.heads, self.head_dim), self.k[i], self.v[i], lens, window)
+            post = layer.post_attention_layernorm
+            x, hidden = norm(attn.o_proj(out.reshape(batch, size, -1)), post.weight, post.eps, residual=hidden)
+            delta = mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), self.gate_up[i]))).view_as(hidden)
+        final = self.drafter.norm
+        hidden = norm(hidden, final.weight, final.eps) if delta is None else \
+            norm(delta, final.weight, final.eps, residual=hidden)[0]
+        hidden = hidden[:, 1:]
         return self.head(hidden.to(self.head.weight.dtype)).float()
 
     def _keys_values(self, attn, x, cos, sin):
