@@ -23,7 +23,8 @@ from ddtree.kernels.rmsnorm import rms_norm_ref
 def norm_rope_cache(qkv, q_weight, k_weight, eps: float, cos, sin, positions, k_cache, v_cache,
                     rows_per_slot: int) -> torch.Tensor:
     """The queries  # [n, Hq, D]; keys and values written into `k_cache, v_cache  # [slots, Hkv, L, D]` (views
-    allowed). `cos, sin  # [L, D]` tables; `positions  # [n]`; q_weight, k_weight  # [D]; no host synchronisation."""
+    allowed). `cos, sin  # [L, D]` tables; `positions  # [n]`; q_weight, k_weight  # [D] (with Hq = 0 q_weight is
+    not read: pass k_weight); no host synchronisation."""
     check_tensor("qkv", qkv, ndim=2, shape="[n, (Hq + 2 Hkv) * D]", floating=True)
     check_tensor("k_cache", k_cache, ndim=4, shape="[slots, Hkv, L, D]", floating=True)
     n, width = qkv.shape
@@ -32,6 +33,10 @@ def norm_rope_cache(qkv, q_weight, k_weight, eps: float, cos, sin, positions, k_
     if heads < 0 or width % dim or dim % 2 or v_cache.shape != k_cache.shape:
         raise ValueError(f"qkv [n, (Hq + 2 Hkv) * D] must match caches [slots, {kv_heads}, L, {dim}], got "
                          f"qkv {tuple(qkv.shape)}, v_cache {tuple(v_cache.shape)}")
+    for name, weight in (("q_weight", q_weight), ("k_weight", k_weight)):
+        check_tensor(name, weight, ndim=1, shape=f"[{dim}]", floating=True)
+        if len(weight) != dim:
+            raise ValueError(f"{name} must have shape [{dim}] (head_dim), got {tuple(weight.shape)}")
     if k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1 or cos.stride(-1) != 1 or sin.stride(-1) != 1:
         raise ValueError("k_cache, v_cache, cos and sin must be contiguous in their last dimension")
     qkv = qkv.contiguous()

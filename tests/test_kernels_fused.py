@@ -42,6 +42,8 @@ def test_norm_rope_cache_bad_shapes():
     k_cache = torch.zeros(1, 2, 8, 16)
     with pytest.raises(ValueError, match="qkv"):
         norm_rope_cache(torch.zeros(3, 40), None, None, 1e-6, None, None, None, k_cache, k_cache, 3)
+    with pytest.raises(ValueError, match="k_weight"):
+        norm_rope_cache(torch.zeros(3, 64), torch.ones(16), torch.ones(8), 1e-6, None, None, None, k_cache, k_cache, 3)
 
 
 @pytest.mark.parametrize("n, inter", [(1, 8), (5, 1536), (3, 100)])

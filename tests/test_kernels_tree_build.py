@@ -1,5 +1,5 @@
-"""Batched device tree build (the Triton selection and its torch reference) vs ddtree.build_tree: same nodes, order,
-ties and node_logws."""
+"""Batched device tree build (the Triton top-K and selection, and their torch references) vs ddtree.build_tree:
+same nodes, order, ties and node_logws."""
 import math
 
 import pytest
