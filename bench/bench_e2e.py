@@ -72,7 +72,8 @@ def main() -> None:
     configs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in args.budgets]
     rows = []
     jobs = [(t, m, b, True) for t in args.temperatures for m, b in configs]
-    jobs += [] if args.skip_hf else [(t, m, b, False) for t in args.temperatures for m, b in [("ar", 0), ("ddtree", 32)]]
+    if not args.skip_hf:
+        jobs += [(t, m, b, False) for t in args.temperatures for m, b in [("ar", 0), ("ddtree", 32)]]
     for temperature, method, budget, native in tqdm(jobs, desc="configurations"):
         runs = [timed_run(pair, p, method, budget, temperature, args.max_new if native else args.hf_max_new,
                           native, cuda) for p in prompts]

@@ -193,7 +193,8 @@ def markdown(meta, rows, sweep) -> str:
     head = (f"# Tree-verify attention, {meta['device']} ({meta['date']}; torch {meta['torch']}, triton "
             f"{meta['triton']}, {meta['dtype']})\n\n{meta['q_heads']} q heads / {meta['kv_heads']} kv heads, head_dim "
             f"{meta['head_dim']}. Copy ceiling (device-to-device, read + write): {meta['copy_ceiling_GBs']:.0f} GB/s. "
-            "Medians over CUDA-graph replays, L2 flushed before each (ref: do_bench). SDPA: dense additive mask and K/V pre-repeated (built outside the "
+            "Medians over CUDA-graph replays, L2 flushed before each (ref: do_bench). SDPA: dense additive mask and "
+            "K/V pre-repeated (built outside the "
             "timing). ref: the float64 torch oracle.\n\n")
     table = ["| B | context | tree | splits | kernel us | GB/s | % copy | TFLOP/s | SDPA us | x SDPA | ref us | "
              "rel err vs SDPA |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
