@@ -34,10 +34,12 @@ def test_retrieve_from_parents_is_the_retrieve_encoding():
             assert (next_token[b, n:] == -1).all() and (next_sibling[b, n:] == -1).all()
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("device, fused", [("cpu", False), ("cpu", True),
+                                           pytest.param("cuda", True, marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("sliding", [False, True])
-def test_static_drafter_matches_draft_logits_per_request(device, sliding):
-    """On CUDA the fused path (ddtree.kernels.rope / swiglu / rmsnorm with the residual, Triton attention)."""
+def test_static_drafter_matches_draft_logits_per_request(device, fused, sliding):
+    """The fused path (ddtree.kernels.rope / swiglu / rmsnorm with the residual; Triton's interpreter on a CPU)
+    and the modules' path; on CUDA with Triton attention."""
     pair = tiny_random_pair(1, device=device)
     config = pair.drafter.config
     if sliding:
@@ -49,8 +51,9 @@ def test_static_drafter_matches_draft_logits_per_request(device, sliding):
     lens, bonus = [5, 11, 2], torch.tensor([7, 300, 65], device=device)
     width = len(config.target_layer_ids) * config.hidden_size
     features = [torch.randn(n, width).to(device) for n in lens]
-    static = StaticDrafter(twin, batch_size=3, max_len=40, attention="triton" if device == "cuda" else "torch")
-    assert static.fused == (device == "cuda")
+    static = StaticDrafter(twin, batch_size=3, max_len=40, attention="triton" if device == "cuda" else "torch",
+                           fused=fused)
+    assert static.fused == fused
     at = torch.zeros(3, dtype=torch.long, device=device)
     for b, feats in enumerate(features):  # request 1 in two pieces: extensions continue the context
         for piece in (feats[:4], feats[4:]) if b == 1 else (feats,):

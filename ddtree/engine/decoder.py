@@ -166,13 +166,18 @@ class NativeDecoder:
         return twin
 
 
-def rms_norm(module, x):
+def rms_norm(module, x, residual=None):
     """An RMSNorm module (HF Llama / Qwen3, or the DFlash drafter's) applied to x: ddtree.kernels.rms_norm, one
-    launch, on CUDA; the module itself elsewhere."""
+    launch, on CUDA; the module itself elsewhere. With `residual`: (norm(x + residual), x + residual), the add in
+    the same launch on CUDA."""
     if not x.is_cuda:
-        return module(x)
+        if residual is None:
+            return module(x)
+        total = x + residual
+        return module(total), total
     from ddtree.kernels.rmsnorm import rms_norm as kernel
-    return kernel(x, module.weight, module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps)
+    eps = module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps
+    return kernel(x, module.weight, eps, residual)
 
 
 def _rope(x, cos, sin):

@@ -8,7 +8,7 @@ and attends over [0, lens[b] + block_size): non-causal inside the block, context
 of a sliding layer. Same semantics as ddtree.models.DFlashDrafter with its DraftCache, for many requests at once
 and with no host synchronisation (CUDA-graph capturable).
 
-On CUDA a layer is 9 launches: the residual add fused into each RMSNorm (ddtree.kernels.rmsnorm), one q/k/v
+On CUDA (`fused`) a layer is 9 launches: the residual add fused into each RMSNorm (ddtree.kernels.rmsnorm), one q/k/v
 projection (weights concatenated once, at construction), q/k norms + RoPE + cache write in one launch
 (ddtree.kernels.rope), attention, o_proj, one gate/up projection, SwiGLU (ddtree.kernels.swiglu), down_proj.
 Elsewhere the drafter's own modules run, as in the reference.
@@ -23,8 +23,10 @@ from ddtree.models.drafter import apply_rope, rope_cos_sin
 
 
 class StaticDrafter:
-    def __init__(self, pair, *, batch_size: int, max_len: int, attention: str):
-        """attention: "triton" (ddtree.kernels.tree_attention, full-attention layers) or "torch" (masked SDPA)."""
+    def __init__(self, pair, *, batch_size: int, max_len: int, attention: str, fused: bool | None = None):
+        """attention: "triton" (ddtree.kernels.tree_attention, full-attention layers) or "torch" (masked SDPA).
+        fused: concatenated projections and the fused kernels (default: on CUDA; elsewhere they run in Triton's
+        interpreter, slowly, which is how CI tests this path)."""
         self.drafter = pair.drafter
         config = self.drafter.config
         self.embed, self.head = pair.target.get_input_embeddings(), pair.target.get_output_embeddings()
@@ -41,7 +43,7 @@ class StaticDrafter:
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in self.windows]
         self.block = torch.full((batch_size, self.block_size), self.mask_token_id, dtype=torch.long, device=device)
         self.offsets = torch.arange(max(max_len, self.block_size), device=device)  # positions lens + j
-        self.fused = device.type == "cuda"
+        self.fused = device.type == "cuda" if fused is None else bool(fused)
         if self.fused:  # copies of the weights, taken here: after changing the drafter, build a new session
             self.qkv = [torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight])
                         for a in (layer.self_attn for layer in self.drafter.layers)]  # [(Hq + 2 Hkv) D, H]
@@ -98,29 +100,26 @@ class StaticDrafter:
         return self.head(hidden.to(self.head.weight.dtype)).float()
 
     def _logits_fused(self, hidden, positions, lens):
-        """logits() with the fused CUDA kernels; hidden  # [B, L, H] block embeddings."""
-        from ddtree.kernels.rmsnorm import rms_norm as norm
+        """logits() with the fused kernels; hidden  # [B, L, H] block embeddings."""
         from ddtree.kernels.rope import norm_rope_cache
         from ddtree.kernels.swiglu import silu_mul
         batch, size = positions.shape
         delta = None  # the MLP output that the next norm adds to the residual stream
         for i, (layer, window) in enumerate(zip(self.drafter.layers, self.windows)):
-            attn, mlp, pre = layer.self_attn, layer.mlp, layer.input_layernorm
+            attn = layer.self_attn
             if delta is None:
-                x = norm(hidden, pre.weight, pre.eps)
+                x = rms_norm(layer.input_layernorm, hidden)
             else:
-                x, hidden = norm(delta, pre.weight, pre.eps, residual=hidden)
+                x, hidden = rms_norm(layer.input_layernorm, delta, residual=hidden)
             q = norm_rope_cache(F.linear(x.flatten(0, 1), self.qkv[i]), attn.q_norm.weight, attn.k_norm.weight,
                                 attn.k_norm.eps, self.cos, self.sin, positions.flatten(), self.k[i], self.v[i], size)
             out = self._attend(q.view(batch, size, self.heads, self.head_dim), self.k[i], self.v[i], lens, window)
-            post = layer.post_attention_layernorm
-            x, hidden = norm(attn.o_proj(out.reshape(batch, size, -1)), post.weight, post.eps, residual=hidden)
-            delta = mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), self.gate_up[i]))).view_as(hidden)
+            x, hidden = rms_norm(layer.post_attention_layernorm, attn.o_proj(out.reshape(batch, size, -1)),
+                                 residual=hidden)
+            delta = layer.mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), self.gate_up[i]))).view_as(hidden)
         final = self.drafter.norm
-        hidden = norm(hidden, final.weight, final.eps) if delta is None else \
-            norm(delta, final.weight, final.eps, residual=hidden)[0]
-        hidden = hidden[:, 1:]
-        return self.head(hidden.to(self.head.weight.dtype)).float()
+        hidden = rms_norm(final, hidden) if delta is None else rms_norm(final, delta, residual=hidden)[0]
+        return self.head(hidden[:, 1:].to(self.head.weight.dtype)).float()
 
     def _keys_values(self, attn, x, cos, sin):
         """DFlash Attention.keys_values with the engine's norm: x  # [n, hidden] -> keys, values  # [n, Hkv, D]."""
