@@ -35,7 +35,7 @@ def measure(pair, prompts, method: str, budget: int, temperature: float, max_new
     for i, prompt in enumerate(prompts):
         session = Session(pair, prompt, method=method, budget=max(budget, 1), verify=verify,
                           temperature=temperature or 1.0, seed=seed + i)
-        gen = session.run(max_new_tokens)
+        gen = session.run(max_new_tokens)[0]
         accepted += sum(gen.acceptance_lengths)
         rounds += len(gen.acceptance_lengths)
         tokens += len(gen.tokens)

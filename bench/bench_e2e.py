@@ -36,18 +36,14 @@ def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, 
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
     if native:
-        s = Session(pair, [prompt], cuda_graphs=cuda, record=False, **kwargs)
-        s.step()  # warm-up round
-        s.step()  # captures the round's graphs
-        start, first = len(s.generated(0)), len(s.records)
-        t0 = time.perf_counter()
-        gen = s.run(start + max_new, stop_on_eos=False)[0]
+        s = Session(pair, prompt, backend="native", cuda_graphs=cuda, record=False, **kwargs)
+        s.step()  # warm-up round; the next one captures the round's graphs
     else:
-        s = Session(pair, prompt, **kwargs)
-        s.step()
-        start, first = len(s.generated), len(s.records)
-        t0 = time.perf_counter()
-        gen = s.run(start + max_new, stop_on_eos=False)
+        s = Session(pair, prompt, backend="reference", **kwargs)
+    s.step()
+    start, first = len(s.generated[0]), len(s.records)
+    t0 = time.perf_counter()
+    gen = s.run(start + max_new, stop_on_eos=False)[0]
     wall = time.perf_counter() - t0
     records = s.records[first:]
     stage = {k: sum(r.times[k] for r in records) for k in records[0].times}

@@ -18,7 +18,7 @@ import torch
 
 import ddtree
 from bench_tree_build import median_ms  # host timing, shared with the CPU benchmark (run from bench/)
-from ddtree.kernels.tree_build import KERNEL_MAX_BUDGET, build_trees_device, select_from_top_k_ref, to_draft_trees
+from ddtree.kernels.tree_build import KERNEL_MAX_BUDGET, build_trees_device, select_from_top_k_ref
 
 FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
 
@@ -57,7 +57,7 @@ def main() -> None:
     for batch in args.batches:
         logits = torch.randn(batch, args.depth, args.vocab, device="cuda") * 3  # [B, depth, vocab]
         for budget in args.budgets:
-            got = to_draft_trees(build_trees_device(logits, budget))
+            got = build_trees_device(logits, budget).split()
             want = ddtree.build_trees(logits, budget)  # same device log-softmax as the GPU build
             same = all(torch.equal(getattr(a, f), getattr(b, f)) for a, b in zip(got, want) for f in FIELDS)
             gpu = gpu_ms(lambda: build_trees_device(logits, budget), args.repeats)

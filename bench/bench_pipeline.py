@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from ddtree import Session
 from ddtree.models import load_default_pair, load_pair, load_target, random_drafter_for
-from ddtree.session import STAGES
+from ddtree.settings import STAGES
 
 PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a docstring."
 

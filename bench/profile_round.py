@@ -12,7 +12,7 @@ import torch
 
 from ddtree import Session
 from ddtree.models import load_default_pair
-from ddtree.session import STAGES
+from ddtree.settings import STAGES
 
 PROMPT = "Write a Python function that checks whether a string is a palindrome."
 

@@ -13,23 +13,25 @@ from ddtree.batch import (MaskCell, VerifyBatch, check_verify_batch, effective_m
 from ddtree.kv import compact_kv
 from ddtree.record import RequestRound, RoundRecord, load_trace, save_trace
 from ddtree.retrieve import parents_from_retrieve, retrieve_encoding
-from ddtree.tree import DraftTree, build_tree, build_trees, chain_tree, root_tree, tree_attention_mask, visibility
-from ddtree.verify import (VerifyResult, sample_walks, sampling_probs, verify_greedy, verify_greedy_batch,
+from ddtree.tree import (DraftTree, TreeBatch, build_tree, build_trees, chain_tree, root_tree, tree_attention_mask,
+                         visibility)
+from ddtree.verify import (VerifyResult, draw_coins, sample_walks, sampling_probs, verify_greedy, verify_greedy_batch,
                            verify_sampled, verify_sampled_batch)
 
 __all__ = [
-    "DraftTree", "build_tree", "build_trees", "chain_tree", "root_tree", "visibility", "tree_attention_mask",
+    "DraftTree", "TreeBatch", "build_tree", "build_trees", "chain_tree", "root_tree", "visibility", "tree_attention_mask",
     "retrieve_encoding", "parents_from_retrieve",
     "VerifyBatch", "MaskCell", "pack_verify_batch", "check_verify_batch", "expected_mask", "effective_mask",
     "request_mask",
     "VerifyResult", "verify_greedy", "verify_sampled", "verify_greedy_batch", "verify_sampled_batch", "sample_walks",
-    "sampling_probs",
+    "sampling_probs", "draw_coins",
     "compact_kv",
     "RoundRecord", "RequestRound", "save_trace", "load_trace",
-    "Session", "Generation", "check_lossless",
+    "Settings", "Session", "Generation", "check_lossless",
 ]
 
-_LAZY = {"Session": "ddtree.session", "Generation": "ddtree.session", "check_lossless": "ddtree.lossless"}
+_LAZY = {"Session": "ddtree.session", "Generation": "ddtree.generation", "Settings": "ddtree.settings",
+         "check_lossless": "ddtree.lossless"}
 
 
 def __getattr__(name):

@@ -82,7 +82,7 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
 
     t0 = time.perf_counter()
     session = Session(pair, prompt, method=method, budget=budget, verify="greedy")
-    gen = session.run(max_new_tokens)
+    gen = session.run(max_new_tokens)[0]
     wall = time.perf_counter() - t0
     print(f"{method} (greedy walk, budget {budget}) on: {prompt!r}\n")
     print(format_rounds(gen.records))
@@ -91,7 +91,7 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
           f"{gen.stopped}; {wall:.1f} s in all)\n")
     print(gen.text)
     path = write_html(gen.records, report, title=f"DDTree demo: {method}, budget {budget}",
-                      prompt_text=pair.decode(session.tokens[:session.prompt_len]))
+                      prompt_text=pair.decode(session.tokens[0][:session.prompt_lens[0]]))
     print(f"\nreport: {path.resolve()}")
     return path
 

@@ -37,22 +37,23 @@ class LosslessReport:
 
 
 def check_lossless(pair: ModelPair, prompts, max_new_tokens: int, *, budget: int = 32, chat: bool = True,
-                   methods=("ddtree", "dflash")) -> LosslessReport:
-    """Greedy-decode every prompt autoregressively and with each of `methods`; report each first divergence
-    with the target's top-2 logit margin at that position (computed by a plain causal forward)."""
+                   methods=("ddtree", "dflash"), backend: str = "auto") -> LosslessReport:
+    """Greedy-decode every prompt autoregressively and with each of `methods` on `backend` (Session's); report
+    each first divergence with the target's top-2 logit margin at that position (computed by a plain causal
+    forward)."""
     divergences, checked = [], 0
     for i, prompt in enumerate(tqdm(list(prompts), desc="lossless check")):
-        ar = Session(pair, prompt, method="ar", verify="greedy", chat=chat)
-        reference = ar.run(max_new_tokens, stop_on_eos=False).tokens
+        ar = Session(pair, prompt, method="ar", verify="greedy", chat=chat, backend=backend)
+        reference = ar.run(max_new_tokens, stop_on_eos=False)[0].tokens
         for method in methods:
-            got = Session(pair, prompt, method=method, budget=budget, verify="greedy", chat=chat)
-            tokens = got.run(max_new_tokens, stop_on_eos=False).tokens
+            got = Session(pair, prompt, method=method, budget=budget, verify="greedy", chat=chat, backend=backend)
+            tokens = got.run(max_new_tokens, stop_on_eos=False)[0].tokens
             checked += len(tokens)
             pos = next((j for j, (a, b) in enumerate(zip(reference, tokens)) if a != b), None)
             if pos is None and len(tokens) != len(reference):
                 pos = min(len(tokens), len(reference))
             if pos is not None:
-                context = ar.tokens[:ar.prompt_len + pos]
+                context = ar.tokens[0][:ar.prompt_lens[0] + pos]
                 logits, _ = target_forward(pair.target, context, torch.arange(len(context)), None, TargetCache(), [])
                 top2 = logits[-1].topk(2).values
                 divergences.append(Divergence(i, method, pos, reference[pos] if pos < len(reference) else -1,

@@ -16,10 +16,10 @@ import torch
 from ddtree.batch import request_mask
 from ddtree.tree import DraftTree
 
+from ddtree.settings import METHODS, VERIFY_RULES
+
 TRACE_FORMAT = "ddtree-trace"
 TRACE_VERSION = 1
-METHODS = ("ddtree", "dflash", "ar")
-VERIFY_RULES = ("greedy", "sampled")
 
 
 @dataclass
@@ -64,6 +64,18 @@ class RequestRound:
 
 
 @dataclass
+class KernelRead:
+    """What the native engine's attention kernel read in one round: the serving-layout flat mask and its offsets as
+    the kernel consumed them (attention="custom_mask"), and the mask every request's rows effectively got, recovered
+    by the zero-query / one-hot-value probe on the same kernel and device (step(probe=True))."""
+    attention: str  # "triton" (ancestor bitmask), "custom_mask" (flat serving mask + mask_indptr) or "torch"
+    mask_layout: str  # "padded" or "unpadded" (the bug): how the flat mask was packed
+    custom_mask: torch.Tensor | None = None  # [sum_b Q * (seq_len_b + Q)] bool: the flat buffer the kernel read
+    mask_indptr: torch.Tensor | None = None  # [B + 1] long: where the kernel read each request's block
+    applied: list[torch.Tensor] | None = None  # per request [Q, seq_len_b + Q] bool: the probed effective mask
+
+
+@dataclass
 class RoundRecord:
     index: int  # round number within the session (0 = first round after the prompt)
     method: str  # "ddtree" | "dflash" | "ar"
@@ -74,9 +86,10 @@ class RoundRecord:
     num_draft_tokens: int  # rows per request in the verify forward
     times: dict[str, float]  # seconds per stage: draft, tree, pack, verify, walk, commit (device-synchronised)
     requests: list[RequestRound]
+    kernel: KernelRead | None = None  # native engine: what the attention kernel read (not saved in traces)
 
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernel"}
         d["requests"] = [r.to_dict() for r in self.requests]
         return d
 

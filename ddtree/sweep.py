@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from ddtree._checks import check_int, check_temperature
 from ddtree.models import ModelPair
-from ddtree.record import METHODS
+from ddtree.settings import METHODS
 from ddtree.session import Session
 
 KEYS = ("method", "budget", "temperature")
@@ -18,7 +18,7 @@ KEYS = ("method", "budget", "temperature")
 
 def sweep(pair: ModelPair, prompts, budgets, *, temperatures=(0.0,), method: str = "ddtree",
           max_new_tokens: int = 64, baseline: bool = True, seed: int = 0, chat: bool = True,
-          progress: bool = True) -> list[dict]:
+          progress: bool = True, backend: str = "auto") -> list[dict]:
     """One row per (prompt, budget, temperature) run, plus autoregressive baseline rows. Row keys: prompt (index),
     method, budget, temperature, tokens, rounds, acceptance_length (mean per target forward), tokens_per_second,
     seconds, and ms_<stage> (milliseconds per round of each stage)."""
@@ -35,12 +35,13 @@ def sweep(pair: ModelPair, prompts, budgets, *, temperatures=(0.0,), method: str
     runs = [(i, "ar", 0, t) for i in range(len(prompts)) for t in temperatures] if baseline else []
     runs += [(i, method, b, t) for i in range(len(prompts)) for b in budgets for t in temperatures]
     # one untimed round first: the first forward of a process pays one-time costs
-    Session(pair, prompts[0], method=method, budget=budgets[0], chat=chat).step()
+    Session(pair, prompts[0], method=method, budget=budgets[0], chat=chat, backend=backend).step()
     rows = []
     for i, run_method, budget, temperature in tqdm(runs, desc="sweep", disable=not progress):
         session = Session(pair, prompts[i], method=run_method, budget=max(budget, 1), chat=chat, seed=seed,
-                          verify="sampled" if temperature > 0 else "greedy", temperature=temperature or 1.0)
-        gen = session.run(max_new_tokens, stop_on_eos=False)
+                          verify="sampled" if temperature > 0 else "greedy", temperature=temperature or 1.0,
+                          backend=backend)
+        gen = session.run(max_new_tokens, stop_on_eos=False)[0]
         rounds = max(len(gen.records), 1)
         row = {"prompt": i, "method": run_method, "budget": budget, "temperature": temperature,
                "tokens": len(gen.tokens), "rounds": len(gen.records),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -209,3 +210,50 @@ def tree_attention_mask(tree: DraftTree, prefix_len: int) -> torch.Tensor:
     prefix_len = check_int("prefix_len", prefix_len)
     vis = visibility(tree)
     return torch.cat([torch.ones(tree.n_nodes, prefix_len, dtype=torch.bool), vis], dim=1)
+
+
+class TreeBatch(NamedTuple):
+    """The trees of a batch, each padded to the same Q rows (the layout of a padded verify batch and of the native
+    engine's round). Padding rows: token, parent and rank -1, depth -1, log-weight -inf. The root's token is -1
+    (the bonus token is put in at packing)."""
+    tokens: torch.Tensor  # [B, Q] long
+    parents: torch.Tensor  # [B, Q] long
+    depths: torch.Tensor  # [B, Q] long
+    ranks: torch.Tensor  # [B, Q] long
+    node_logws: torch.Tensor  # [B, Q] float64
+    n_nodes: torch.Tensor  # [B] long: real nodes per request (root included); the rest of each row is padding
+
+    @staticmethod
+    def from_trees(trees: list[DraftTree], rows: int) -> TreeBatch:
+        """Pad DraftTrees to `rows` rows each (root tokens are dropped to -1)."""
+        rows = check_int("rows", rows, minimum=1)
+        if not trees or not all(isinstance(t, DraftTree) for t in trees):
+            raise ValueError("trees must be a non-empty list of DraftTree")
+        if max(t.n_nodes for t in trees) > rows:
+            raise ValueError(f"rows must be >= every tree's node count, got {rows} < {max(t.n_nodes for t in trees)}")
+        pad = {"tokens": -1, "parents": -1, "depths": -1, "ranks": -1, "node_logws": -math.inf}
+        out = {}
+        for name, value in pad.items():
+            x = torch.full((len(trees), rows), value, dtype=torch.float64 if name == "node_logws" else torch.long)
+            for b, t in enumerate(trees):
+                x[b, :t.n_nodes] = getattr(t, name)
+            out[name] = x
+        out["tokens"][:, 0] = -1
+        return TreeBatch(**out, n_nodes=torch.tensor([t.n_nodes for t in trees]))
+
+    def split(self, roots: list[int] | None = None) -> list[DraftTree]:
+        """The per-request DraftTrees (on the CPU), rooted at `roots` (the bonus tokens) when given."""
+        out = []
+        for b, n in enumerate(self.n_nodes.tolist()):
+            tree = DraftTree(*(x[b, :n].cpu() for x in self[:5]))
+            out.append(tree if roots is None else tree.with_root_token(roots[b]))
+        return out
+
+    def truncate(self, n_nodes: torch.Tensor) -> TreeBatch:
+        """Keep the first `n_nodes  # [B]` nodes of each tree (at most its own): DDTree's nodes come in pop order, so
+        a tree's first n nodes are the tree of budget n - 1. No host synchronisation."""
+        n = torch.minimum(self.n_nodes, n_nodes)
+        pad = torch.arange(self.tokens.shape[1], device=n.device)[None, :] >= n[:, None]  # [B, Q]
+        fill = lambda x, v: x.masked_fill(pad, v)  # noqa: E731
+        return TreeBatch(fill(self.tokens, -1), fill(self.parents, -1), fill(self.depths, -1), fill(self.ranks, -1),
+                         fill(self.node_logws, -math.inf), n)

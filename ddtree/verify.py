@@ -1,12 +1,18 @@
-"""Walking a verified tree: greedy, and exact sampling (the target-sampling walk, DOMAIN rule A).
+"""Walking a verified tree: greedy, and exact sampling.
 
 Greedy: from the root, while the target's argmax at the current node is the token of one of its children, move to
 that child; the argmax at the last node is the bonus token.
 
-Sampled: at the current node draw x ~ p_target(. | path) at the given temperature (and top-p); if x is a child's
-token move there, else x is the bonus and the walk stops. Every committed token is a genuine target sample, so the
-output has exactly the target's distribution. The draw uses one uniform per node and the inverse CDF, so a walk is
-a deterministic function of the uniforms (temperature 0 means greedy).
+Sampled, the rule every session walks by (DOMAIN rule B, as the serving kernel ddtree.kernels.verify_sampled_tree):
+one uniform coin per node; visit the children in sibling order accumulating their target probabilities (temperature
+and top-p applied); move to the first child where the coin < the accumulated mass; if none is accepted, the bonus is
+drawn from the target distribution with the rejected children's mass removed (a second, residual coin per node).
+Both backends draw the coins of a round the same way (draw_coins), so one seed gives one walk on either backend.
+Exact: every committed token has the target's distribution.
+
+`sample_walks` runs many walks of the other exact rule, the target-sampling walk (DOMAIN rule A: draw x from the
+target at each node, move if x is a child's token), kept as a teaching comparison: equal in distribution, other
+draws for the same uniforms.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import torch
 
 from ddtree._checks import check_int, check_logits, check_temperature, check_top_p
 from ddtree.batch import VerifyBatch
+from ddtree.retrieve import retrieve_encoding
 from ddtree.tree import DraftTree
 
 
@@ -61,24 +68,40 @@ def verify_greedy(tree: DraftTree, target_logits: torch.Tensor) -> VerifyResult:
     return _result(tree, accepted, choice[node])
 
 
+def draw_coins(generator: torch.Generator | None, batch: int, rows: int, device) -> torch.Tensor:
+    """`coins  # [2, batch, rows]` float64 uniforms of one sampled round: each node's acceptance coin, then each
+    node's residual coin (rule B). Both session backends draw a round's coins this way."""
+    return torch.rand(2, batch, rows, generator=generator, dtype=torch.float64, device=device)
+
+
 def verify_sampled(tree: DraftTree, target_logits: torch.Tensor, temperature: float, *, top_p: float = 1.0,
-                   generator: torch.Generator | None = None) -> VerifyResult:
-    """Exact sampled walk (rule A); temperature 0 is the greedy walk. `target_logits  # [n_nodes, vocab]`."""
+                   generator: torch.Generator | None = None, coins: torch.Tensor | None = None) -> VerifyResult:
+    """Exact sampled walk (rule B); temperature 0 is the greedy walk. `target_logits  # [n_nodes, vocab]`;
+    `coins  # [2, n_nodes]` (acceptance and residual uniform per node) or None to draw them from `generator`."""
     temperature = check_temperature("temperature", temperature, allow_zero=True)
     if temperature == 0:
         return verify_greedy(tree, target_logits)
-    last, bonus = sample_walks(tree, target_logits, temperature, 1, top_p=top_p, generator=generator)
-    accepted = tree.path(int(last[0]))
-    return _result(tree, accepted, int(bonus[0]))
+    _check_tree_logits(tree, target_logits)
+    n, device = tree.n_nodes, target_logits.device
+    if coins is None:
+        coins = draw_coins(generator, 1, n, device)[:, 0]
+    elif not isinstance(coins, torch.Tensor) or tuple(coins.shape) != (2, n) or not coins.is_floating_point():
+        raise ValueError(f"coins must be a float tensor [2, n_nodes] = [2, {n}], got "
+                         f"{tuple(coins.shape) if isinstance(coins, torch.Tensor) else type(coins).__name__}")
+    from ddtree.kernels.tree_verify import verify_sampled_tree_ref  # the rule's one reference, beside its kernel
+    _, next_token, next_sibling = retrieve_encoding(tree)
+    tree_args = (x[None].to(device) for x in (tree.tokens, next_token, next_sibling))
+    probs = sampling_probs(target_logits, temperature, top_p)  # [n, vocab] float64
+    accepted, count, bonus = verify_sampled_tree_ref(*tree_args, probs[None], coins[0][None].to(device),
+                                                     coins[1][None].to(device))
+    return _result(tree, accepted[0, :int(count[0])].tolist(), int(bonus[0]))
 
 
 def sample_walks(tree: DraftTree, target_logits: torch.Tensor, temperature: float, num_samples: int, *,
                  top_p: float = 1.0, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """`num_samples` independent sampled walks at once: `(last_node [S], bonus_token [S])`.
-
-    The accepted path of walk s is tree.path(last_node[s]). This is the sampler behind verify_sampled; use it
-    directly for exactness experiments (histograms of committed sequences).
-    """
+    """`num_samples` independent walks of rule A (the target-sampling walk) at once: `(last_node [S],
+    bonus_token [S])`; the accepted path of walk s is tree.path(last_node[s]). For exactness experiments and as the
+    teaching comparison to rule B (verify_sampled): the same distribution, other draws."""
     _check_tree_logits(tree, target_logits)
     temperature = check_temperature("temperature", temperature, allow_zero=False)
     top_p = check_top_p(top_p)

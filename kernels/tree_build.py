@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from ddtree._checks import check_int, check_logits, check_temperature
-from ddtree.tree import DraftTree
+from ddtree.tree import TreeBatch
 
 
 KERNEL_MAX_BUDGET = 1024  # above it the torch path (the top-K kernel holds N keys per program in registers)
@@ -42,16 +41,7 @@ TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, pro
 RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 16, 512, 8  # selection: entries ranked per program, compared per step
 
 
-class BatchTrees(NamedTuple):
-    tokens: torch.Tensor  # [B, N+1] long; root -1, padding -1
-    parents: torch.Tensor  # [B, N+1] long; root -1, padding -1
-    depths: torch.Tensor  # [B, N+1] long; padding -1
-    ranks: torch.Tensor  # [B, N+1] long; root -1, padding -1
-    node_logws: torch.Tensor  # [B, N+1] float64; root 0, padding -inf
-    n_nodes: torch.Tensor  # [B] long; real nodes (root included), the rest of each row is padding
-
-
-def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> BatchTrees:
+def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> TreeBatch:
     """`ddtree.build_trees` for `draft_logits  # [B, depth, V]`, on draft_logits' device, padded to budget + 1."""
     check_logits("draft_logits", draft_logits, shape="[batch, depth, vocab]")
     budget = check_int("budget", budget)
@@ -59,7 +49,7 @@ def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_tempera
     return select_trees(torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1), budget)
 
 
-def select_trees(logq: torch.Tensor, budget: int) -> BatchTrees:
+def select_trees(logq: torch.Tensor, budget: int) -> TreeBatch:
     """The selection of build_trees_device from draft log-probs `logq  # [B, depth, V]` float32, without input
     checks and without host synchronisation (CUDA-graph capturable): the Triton kernels on CUDA for budgets up to
     KERNEL_MAX_BUDGET, the torch references otherwise. NaN log-probs count as -inf."""
@@ -100,7 +90,7 @@ def top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return values.view(*lead, k), tokens.view(*lead, k)
 
 
-def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
+def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> TreeBatch:
     """The torch reference: `top_logq, top_tokens  # [B, depth, K]` each depth's K best, best first (ties by lower
     token id) -> the budget-node trees, depth by depth with stable sorts (see the module docstring)."""
     batch, depth, k = top_logq.shape
@@ -121,7 +111,7 @@ def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budg
     logws = torch.full((batch, n), -math.inf, dtype=torch.float64, device=device)
     depths[:, 0], logws[:, 0] = 0, 0.0
     if not levels:
-        return BatchTrees(tokens, parents, depths, ranks, logws, torch.ones(batch, dtype=torch.long, device=device))
+        return TreeBatch(tokens, parents, depths, ranks, logws, torch.ones(batch, dtype=torch.long, device=device))
 
     sizes = [lvl[0].shape[1] for lvl in levels]
     offsets = [sum(sizes[:d]) for d in range(len(sizes))]
@@ -148,19 +138,10 @@ def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budg
     depths[:, cols] = torch.where(finite, node_depth, -1)
     ranks[:, cols] = torch.where(finite, node_rank, -1)
     logws[:, cols] = torch.where(finite, score, -math.inf)
-    return BatchTrees(tokens, parents, depths, ranks, logws, 1 + finite.sum(1))
+    return TreeBatch(tokens, parents, depths, ranks, logws, 1 + finite.sum(1))
 
 
-def to_draft_trees(trees: BatchTrees) -> list[DraftTree]:
-    """The per-request ddtree DraftTrees (on the CPU) of a BatchTrees."""
-    out = []
-    for b, n in enumerate(trees.n_nodes.tolist()):
-        fields = [x[b, :n].cpu() for x in trees[:5]]
-        out.append(DraftTree(*fields))
-    return out
-
-
-def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> BatchTrees:
+def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> TreeBatch:
     """select_from_top_k_ref in Triton (depth + 2 launches for the batch), same trees bit for bit; top_logq NaN-free.
 
     Per depth, candidate (p, r) = (p-th entry of the previous depth's list, r-th best token) can be among the
@@ -192,7 +173,7 @@ def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: 
                         num_warps=RANK_WARPS)
     _nodes_kernel[grid](top_tokens, level_score, level_int, node_of, out_long, logws, n_nodes, batch, depth, k,
                         budget, BLOCK_E=RANK_BLOCK)
-    return BatchTrees(*out_long, logws, n_nodes)
+    return TreeBatch(*out_long, logws, n_nodes)
 
 
 @lru_cache(maxsize=64)

@@ -4,7 +4,7 @@ import torch
 
 import ddtree
 from ddtree import Session
-from ddtree.engine import BatchSession, NativeDecoder
+from ddtree.engine import NativeDecoder
 from ddtree.models import TargetCache, target_forward, tiny_random_pair
 
 
@@ -57,12 +57,12 @@ PROMPTS = ["first prompt", "a second, longer prompt here", "3"]
 
 @pytest.mark.parametrize("method, budget", [("ddtree", 6), ("dflash", 0), ("ar", 0)])
 def test_batch_matches_reference_sessions(pair, method, budget):
-    batch = Session(pair, PROMPTS, method=method, budget=budget)
-    assert isinstance(batch, BatchSession) and batch.batch_size == 3
+    batch = Session(pair, PROMPTS, method=method, budget=budget, backend="native")
+    assert batch.backend.name == "native" and batch.batch_size == 3
     gens = batch.run(20, stop_on_eos=False)
     for prompt, gen in zip(PROMPTS, gens):
-        ref = Session(pair, prompt, method=method, budget=budget).run(20, stop_on_eos=False)
-        ar = Session(pair, prompt, method="ar").run(20, stop_on_eos=False)
+        ref = Session(pair, prompt, method=method, budget=budget, backend="reference").run(20, stop_on_eos=False)[0]
+        ar = Session(pair, prompt, method="ar").run(20, stop_on_eos=False)[0]
         assert gen.tokens == ref.tokens == ar.tokens
         assert len(gen.acceptance_lengths) == len(batch.records)
     rec = batch.records[0]
@@ -74,7 +74,7 @@ def test_batch_matches_reference_sessions(pair, method, budget):
 
 def test_native_backend_single_prompt_sampled_and_fork(pair):
     s = Session(pair, "sample me", backend="native", verify="sampled", temperature=1.0, seed=4, budget=5)
-    assert isinstance(s, BatchSession) and s.batch_size == 1
+    assert s.backend.name == "native" and s.batch_size == 1
     s.step()
     twin = s.fork()
     assert s.step().requests[0].committed == twin.step().requests[0].committed
@@ -88,12 +88,20 @@ def test_native_backend_single_prompt_sampled_and_fork(pair):
 def test_bad_engine_input(pair):
     with pytest.raises(ValueError, match="backend"):
         Session(pair, "x", backend="fast")
-    with pytest.raises(ValueError, match="prompt is too long"):
-        Session(pair, ["x" * 50], max_len=40, budget=4)
+    with pytest.raises(ValueError, match="is too long"):
+        Session(pair, ["x" * 50], max_len=40, budget=4, backend="native")
     with pytest.raises(ValueError, match="attention"):
-        Session(pair, ["x"], attention="flash")
+        Session(pair, ["x"], attention="flash", backend="native")
     with pytest.raises(ValueError, match="cuda_graphs=True needs a CUDA pair"):
-        Session(pair, ["x"], cuda_graphs=True)  # a CPU pair
+        Session(pair, ["x"], cuda_graphs=True, backend="native")  # a CPU pair
+    with pytest.raises(ValueError, match="backend='native' only"):
+        Session(pair, ["x"], cuda_graphs=True, backend="reference")
+    with pytest.raises(ValueError, match="unknown Session options"):
+        Session(pair, ["x"], graphs=True)
+    with pytest.raises(ValueError, match="mask_layout='unpadded' needs attention='custom_mask'"):
+        Session(pair, ["x"], mask_layout="unpadded", backend="native")
+    with pytest.raises(ValueError, match="one entry per request"):
+        Session(pair, ["x", "y"], budget=[3, 4, 5])
 
 
 @pytest.mark.gpu

@@ -7,8 +7,7 @@ import torch
 
 from ddtree import build_trees
 from ddtree.kernels import tree_build
-from ddtree.kernels.tree_build import (build_trees_device, select_from_top_k, select_from_top_k_ref, top_k, top_k_ref,
-                                      to_draft_trees)
+from ddtree.kernels.tree_build import (build_trees_device, select_from_top_k, select_from_top_k_ref, top_k, top_k_ref)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
@@ -17,7 +16,7 @@ FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
 def assert_same_trees(draft_logits: torch.Tensor, budget: int):
     got = build_trees_device(draft_logits, budget)
     assert got.tokens.shape == (draft_logits.shape[0], budget + 1)
-    for b, (mine, want) in enumerate(zip(to_draft_trees(got), build_trees(draft_logits, budget))):
+    for b, (mine, want) in enumerate(zip(got.split(), build_trees(draft_logits, budget))):
         for field in FIELDS:
             assert torch.equal(getattr(mine, field), getattr(want, field)), (b, field)
         assert (got.tokens[b, want.n_nodes:] == -1).all() and (got.node_logws[b, want.n_nodes:] == -math.inf).all()
@@ -50,7 +49,7 @@ def test_temperature_and_large_budget():
     logits[1] = logits[1].round()
     got = build_trees_device(logits.to(DEVICE), 100, draft_temperature=0.7)
     want = build_trees(logits.to(DEVICE), 100, draft_temperature=0.7)
-    assert all(torch.equal(getattr(a, f), getattr(b, f)) for a, b in zip(to_draft_trees(got), want) for f in FIELDS)
+    assert all(torch.equal(getattr(a, f), getattr(b, f)) for a, b in zip(got.split(), want) for f in FIELDS)
 
 
 def test_bad_input_names_the_argument():
@@ -107,7 +106,7 @@ def test_kernels_build_the_trees_of_build_tree(monkeypatch):
     logits = torch.randn(2, 6, 500, generator=torch.Generator().manual_seed(5)) * 3
     logits[1] = logits[1].round()
     got = select_from_top_k(*top_k(torch.log_softmax(logits, -1).to(DEVICE), 40), 40)
-    for mine, want in zip(to_draft_trees(got), build_trees(logits, 40)):
+    for mine, want in zip(got.split(), build_trees(logits, 40)):
         assert all(torch.equal(getattr(mine, f), getattr(want, f)) for f in FIELDS)
 
 

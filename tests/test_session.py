@@ -4,7 +4,8 @@ import pytest
 import torch
 
 import ddtree
-import ddtree.session
+import ddtree.reference
+import ddtree.settings
 from ddtree import Session, check_lossless, load_trace, save_trace
 from ddtree.models import TargetCache, target_forward, tiny_random_pair
 
@@ -18,7 +19,7 @@ PROMPTS = ["hello tree", "abc", "speculative decoding"]
 
 
 def ar_tokens(pair, prompt, n):
-    return Session(pair, prompt, method="ar", verify="greedy").run(n, stop_on_eos=False).tokens
+    return Session(pair, prompt, method="ar", verify="greedy").run(n, stop_on_eos=False)[0].tokens
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -56,23 +57,24 @@ def oracle_drafter(reference: list[int], vocab: int, seed: int):
 def test_long_acceptances_stay_lossless_and_compact_the_cache(pair, monkeypatch, method, budget):
     prompt = "a long walk"
     ar = Session(pair, prompt, method="ar", verify="greedy")
-    reference_gen = ar.run(40, stop_on_eos=False).tokens
-    reference = ar.tokens
-    monkeypatch.setattr(ddtree.session, "draft_logits", oracle_drafter(reference, pair.vocab_size, 1))
+    reference_gen = ar.run(40, stop_on_eos=False)[0].tokens
+    reference = ar.tokens[0]
+    monkeypatch.setattr(ddtree.reference, "draft_logits", oracle_drafter(reference, pair.vocab_size, 1))
     s = Session(pair, prompt, method=method, budget=budget, verify="greedy")
-    gen = s.run(40, stop_on_eos=False)
+    gen = s.run(40, stop_on_eos=False)[0]
     assert gen.tokens == reference_gen
     assert max(gen.acceptance_lengths) >= 4  # the oracle really drives deep acceptances
     if method == "ddtree" and budget == 40:
         assert gen.mean_acceptance_length > 3
     # the compacted cache holds exactly the committed tokens but the last, as a fresh causal prefill would
-    assert s.target_cache.length == s.context_len == len(s.tokens) - 1
+    cache = s.backend.target_caches[0]
+    assert cache.length == s.context_lens[0] == len(s.tokens[0]) - 1
     fresh = TargetCache()
-    target_forward(pair.target, s.tokens[:-1], torch.arange(s.context_len), None, fresh, [])
-    for mine, ref in zip(s.target_cache.hf.layers, fresh.hf.layers):
+    target_forward(pair.target, s.tokens[0][:-1], torch.arange(s.context_lens[0]), None, fresh, [])
+    for mine, ref in zip(cache.hf.layers, fresh.hf.layers):
         torch.testing.assert_close(mine.keys, ref.keys, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(mine.values, ref.values, atol=1e-5, rtol=1e-4)
-    assert s.draft_cache.length == s.context_len
+    assert s.backend.draft_caches[0].length == s.context_lens[0]
 
 
 def test_round_record_contents(pair):
@@ -80,8 +82,8 @@ def test_round_record_contents(pair):
     rec = s.step()
     req = rec.requests[0]
     assert rec.index == 0 and rec.method == "ddtree" and rec.num_draft_tokens == 11
-    assert req.context_len == s.prompt_len
-    assert req.tree.tokens[0] == s.tokens[s.prompt_len]  # rooted at the first bonus token
+    assert req.context_len == s.prompt_lens[0]
+    assert req.tree.tokens[0] == s.tokens[0][s.prompt_lens[0]]  # rooted at the first bonus token
     assert len(req.draft_top_tokens) == pair.block_size - 1 and len(req.draft_top_tokens[0]) == 16
     assert req.positions == (req.tree.depths + req.context_len).tolist() + [req.context_len] * (11 - req.n_nodes)
     assert req.input_ids[:req.n_nodes] == req.tree.tokens.tolist()
@@ -91,10 +93,10 @@ def test_round_record_contents(pair):
                        ddtree.tree_attention_mask(req.tree, req.context_len))
     assert len(req.target_top_tokens) == req.n_nodes and len(req.target_choice) == req.n_nodes
     assert req.target_choice[req.accepted[-1]] == req.bonus_token
-    assert s.tokens[-len(req.committed):] == req.committed
+    assert s.tokens[0][-len(req.committed):] == req.committed
     assert req.committed_text == pair.decode(req.committed)
     assert all(t in req.token_texts for t in req.tree.tokens.tolist())
-    assert set(rec.times) == set(ddtree.session.STAGES) and all(v >= 0 for v in rec.times.values())
+    assert set(rec.times) == set(ddtree.settings.STAGES) and all(v >= 0 for v in rec.times.values())
 
 
 def test_fork_replays_identically_and_switches_rules(pair):
@@ -113,7 +115,7 @@ def test_fork_replays_identically_and_switches_rules(pair):
 
 
 def test_sampled_sessions_are_reproducible(pair):
-    runs = [Session(pair, "sample", verify="sampled", temperature=1.0, seed=s).run(20, stop_on_eos=False).tokens
+    runs = [Session(pair, "sample", verify="sampled", temperature=1.0, seed=s).run(20, stop_on_eos=False)[0].tokens
             for s in (3, 3, 4)]
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
@@ -121,19 +123,19 @@ def test_sampled_sessions_are_reproducible(pair):
 
 def test_run_stops_at_eos_and_max_tokens(pair):
     s = Session(pair, "stop", method="ddtree", budget=6)
-    gen = s.run(7, stop_on_eos=False)
+    gen = s.run(7, stop_on_eos=False)[0]
     assert len(gen.tokens) == 7 and gen.stopped == "max_new_tokens"
     assert gen.text == pair.decode(gen.tokens)
     assert gen.stage_times["verify"] > 0 and gen.tokens_per_second > 0
     eos = next(iter(pair.eos_token_ids))
     forced = Session(pair, "stop", method="ar")
-    forced.tokens[-1] = eos  # the first bonus happens to be EOS
-    assert forced.run(5).tokens == [eos] and forced.run(5).stopped == "eos"
+    forced.tokens[0][-1] = eos  # the first bonus happens to be EOS
+    assert forced.run(5)[0].tokens == [eos] and forced.run(5)[0].stopped == "eos"
 
 
 def test_trace_round_trip(pair, tmp_path):
     s = Session(pair, "trace", method="ddtree", budget=6, verify="sampled", seed=1)
-    gen = s.run(12, stop_on_eos=False)
+    gen = s.run(12, stop_on_eos=False)[0]
     path = tmp_path / "t.json"
     save_trace(gen.records, path, meta={"prompt": "trace"})
     records, meta = load_trace(path)
@@ -178,11 +180,11 @@ def test_pickle_files_are_not_loaded(tmp_path):
 
 
 def test_bad_session_input(pair):
-    with pytest.raises(ValueError, match="prompt is too long"):
+    with pytest.raises(ValueError, match="is too long"):
         Session(pair, [1] * pair.max_context)
     with pytest.raises(ValueError, match="non-empty"):
         Session(pair, "")
-    with pytest.raises(ValueError, match=r"prompt token ids must be in \[0"):
+    with pytest.raises(ValueError, match=r"token ids must be in \[0"):
         Session(pair, [pair.vocab_size + 3])
     with pytest.raises(ValueError, match="method"):
         Session(pair, "x", method="beam")
@@ -197,6 +199,6 @@ def test_bad_session_input(pair):
 def test_context_full_stops_the_run(pair):
     prompt = [1] * (pair.max_context - pair.block_size - 2)
     s = Session(pair, prompt, method="ddtree", budget=4)
-    gen = s.run(1000, stop_on_eos=False)
+    gen = s.run(1000, stop_on_eos=False)[0]
     assert gen.stopped == "context"
-    assert s.context_len + pair.block_size > pair.max_context
+    assert s.context_lens[0] + pair.block_size > pair.max_context

@@ -21,6 +21,6 @@ def test_ddtree_and_dflash_are_lossless_on_smollm2(pair):
 
 
 def test_sampled_session_on_smollm2_commits_real_text(pair):
-    gen = Session(pair, "Name three colours.", verify="sampled", temperature=0.7, budget=16, seed=1).run(16)
+    gen = Session(pair, "Name three colours.", verify="sampled", temperature=0.7, budget=16, seed=1).run(16)[0]
     assert len(gen.tokens) == 16 or gen.stopped == "eos"
     assert gen.text.strip() and all(r.requests[0].acceptance_length >= 1 for r in gen.records)

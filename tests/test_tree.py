@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddtree import DraftTree, build_tree, build_trees
+from ddtree import DraftTree, TreeBatch, build_tree, build_trees
 
 
 def brute_force_best(logq: torch.Tensor, budget: int) -> dict[tuple[int, ...], float]:
@@ -205,3 +205,24 @@ def test_chain_tree_is_the_argmax_path():
     assert chain.parents.tolist() == [-1, 0, 1, 2, 3, 4] and chain.depths.tolist() == list(range(6))
     assert chain.node_logws[1:].tolist() == pytest.approx(logq.max(-1).values.double().cumsum(0).tolist())
     assert build_tree(logits, 5).n_nodes == chain.n_nodes  # same size, usually a different shape
+
+
+def test_tree_batch_round_trips_and_truncates_to_smaller_budgets():
+    """TreeBatch.from_trees pads, .split() gives the trees back, and .truncate(n) is the tree of budget n - 1
+    (DDTree's nodes come in pop order)."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(3, 5, 40, generator=g)
+    trees = [build_tree(x, 12).with_root_token(b) for b, x in enumerate(logits)]
+    batch = TreeBatch.from_trees(trees, 16)
+    assert batch.tokens.shape == (3, 16) and batch.n_nodes.tolist() == [13, 13, 13]
+    assert (batch.tokens[:, 0] == -1).all() and (batch.parents[:, 13:] == -1).all()
+    for mine, want in zip(batch.split(roots=[0, 1, 2]), trees):
+        for f in ("tokens", "parents", "depths", "ranks", "node_logws"):
+            assert torch.equal(getattr(mine, f), getattr(want, f)), f
+    cut = batch.truncate(torch.tensor([2, 13, 7]))
+    assert cut.n_nodes.tolist() == [2, 13, 7]
+    for mine, x, budget in zip(cut.split(), logits, [1, 12, 6]):
+        want = build_tree(x, budget)
+        assert torch.equal(mine.tokens[1:], want.tokens[1:]) and torch.equal(mine.parents, want.parents)
+    with pytest.raises(ValueError, match="rows must be >="):
+        TreeBatch.from_trees(trees, 5)

@@ -7,6 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ddtree
+
 from exactness import chi_square_pvalue, exact_outcome_probs
 
 from ddtree import (DraftTree, build_tree, pack_verify_batch, sample_walks, sampling_probs, verify_greedy,
@@ -136,8 +138,23 @@ def test_sampled_is_reproducible_with_a_generator():
     _, tree, target = make_case(5, 4, 7, 12)
     a = [verify_sampled(tree, target, 1.0, generator=torch.Generator().manual_seed(9)) for _ in range(2)]
     assert a[0] == a[1]
-    last, bonus = sample_walks(tree, target, 1.0, 50, generator=torch.Generator().manual_seed(9))
-    assert tree.path(int(last[0])) == a[0].accepted and int(bonus[0]) == a[0].bonus_token
+    coins = ddtree.draw_coins(torch.Generator().manual_seed(9), 1, tree.n_nodes, "cpu")[:, 0]
+    assert verify_sampled(tree, target, 1.0, coins=coins) == a[0]  # the generator draws the coins as draw_coins
+
+
+def test_sampled_walk_is_rule_b_over_the_retrieve_encoding():
+    """verify_sampled is the serving kernel's rule B (its torch reference) on one tree: same coins, same walk."""
+    from ddtree.kernels.tree_verify import verify_sampled_tree_ref
+    for seed in range(10):
+        _, tree, target = make_case(seed, 4, 7, 12)
+        coins = torch.rand(2, tree.n_nodes, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        got = verify_sampled(tree, target, 0.7, top_p=0.9, coins=coins)
+        _, nxt, sib = ddtree.retrieve_encoding(tree)
+        acc, n, bonus = verify_sampled_tree_ref(tree.tokens[None], nxt[None], sib[None],
+                                                sampling_probs(target, 0.7, 0.9)[None], coins[:1], coins[1:])
+        assert got.accepted == acc[0, :int(n[0])].tolist() and got.bonus_token == int(bonus[0])
+    with pytest.raises(ValueError, match="coins must be"):
+        verify_sampled(tree, target, 1.0, coins=coins[:, :2])
 
 
 def test_sampling_probs_top_p_keeps_the_smallest_nucleus():

@@ -297,9 +297,9 @@ def test_explorer_steps_forks_and_resets_a_live_session(pair):
     ex.budget_b.value = 4
     ex.step()
     assert ex.twin.records[-1].requests[0].n_nodes == 5 and ex.twin.settings.budget == 4
-    prompt = ex.session.tokens[:ex.session.prompt_len]
+    prompt = ex.session.tokens[0][:ex.session.prompt_lens[0]]
     ex.reset()
-    assert ex.records == [] and ex.session.tokens[:ex.session.prompt_len] == prompt and ex.session.records == []
+    assert ex.records == [] and ex.session.tokens[0][:ex.session.prompt_lens[0]] == prompt and ex.session.records == []
     assert ex.step().index == 0
 
 

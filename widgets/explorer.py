@@ -33,7 +33,7 @@ class Explorer(widgets.VBox):
             self.session = session_or_trace
             self.records = list(self.session.records)
             s = self.session
-            self.prompt_text = s.pair.decode(s.tokens[:s.prompt_len])
+            self.prompt_text = s.pair.decode(s.tokens[0][:s.prompt_lens[0]])
         else:
             self.records, meta = _trace(session_or_trace)
             self.prompt_text = str(meta.get("prompt_text", meta.get("prompt", "")))
@@ -127,7 +127,7 @@ class Explorer(widgets.VBox):
             raise ValueError("this Explorer shows a loaded trace; reset needs a live Session")
         from ddtree.session import Session
         s = self.session
-        self.session = Session(s.pair, s.tokens[:s.prompt_len], seed=self.seed, **self._settings())
+        self.session = Session(s.pair, s.tokens[0][:s.prompt_lens[0]], seed=self.seed, **self._settings())
         self.records = []
         self.round.max, self.round.value = 0, 0
         for w in (self.stats, self.left_stats, self.right_stats):

@@ -9,17 +9,37 @@ writes row i's K/V at seq_lens[b] + i, and `commit` moves the accepted rows to b
 Every forward is a tree forward: `parents  # [B, Q]` (-1 for roots and padding rows) says which rows each row sees
 (its ancestors-or-self, plus the whole prefix). A prompt prefill is the chain tree parents[i] = i - 1.
 Attention: the Triton tree kernel on CUDA (attention="triton"), a dense-mask SDPA elsewhere (attention="torch"),
-or any callable `attention(q, k_cache, v_cache, seq_lens, parents) -> out  # [b, Q, Hq, D]` (e.g. a serving
+the serving engine's flat custom mask read by ddtree.kernels.tree_attention_custom_mask (attention="custom_mask":
+tree verify forwards take a FlatMask, prefills the dense mask), or any callable `attention(q, k_cache, v_cache, seq_lens, parents) -> out  # [b, Q, Hq, D]` (e.g. a serving
 kernel under test, see ddtree.sglang.sglang_attention), which reads the cache layout above.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from ddtree._checks import check_int
 
-ATTENTION = ("auto", "triton", "torch")
+ATTENTION = ("auto", "triton", "torch", "custom_mask")
+PROBE_WIDTH = 64  # key columns recovered per probe forward (the probe's head dimension)
+
+
+class FlatMask(NamedTuple):
+    """The serving engine's verify mask as tree_attention_custom_mask reads it (see ddtree.batch)."""
+    q_lens: torch.Tensor  # [B] rows of each request the kernel attends for
+    custom_mask: torch.Tensor  # [total] bool, zero-padded so that every read stays inside the buffer
+    mask_indptr: torch.Tensor  # [B] int64: where the kernel reads each request's block
+
+    @staticmethod
+    def of(batch, rows: int, device) -> FlatMask:
+        """The FlatMask of a ddtree.VerifyBatch (either layout) whose requests each own `rows` query rows."""
+        read_end = int(batch.mask_indptr[-1])
+        flat = torch.zeros(max(read_end, batch.custom_mask.numel()), dtype=torch.bool)
+        flat[:batch.custom_mask.numel()] = batch.custom_mask
+        q_lens = batch.qo_indptr[1:] - batch.qo_indptr[:-1]
+        return FlatMask(q_lens.to(device), flat.to(device), batch.mask_indptr[:-1].to(device))
 
 
 class NativeDecoder:
@@ -69,7 +89,7 @@ class NativeDecoder:
         no host synchronisation), a dense [b, 1, Q, L] mask (torch), or the parents themselves (a callable)."""
         if callable(self.attention):
             return parents
-        from ddtree.kernels.tree_attention import ancestor_bits
+        from ddtree.kernels.tree_attention import ancestor_bits, tree_attention
         bits = ancestor_bits(parents)  # [b, Q, ceil(Q / 32)] int32
         if self.attention == "triton":
             return bits
@@ -118,16 +138,45 @@ class NativeDecoder:
         batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
         k_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = k  # k_cache[b, :, write_at[b, i], :] = k[b, i]
         v_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = v
-        if callable(self.attention):
-            out = self.attention(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
-        elif self.attention == "triton":
-            from ddtree.kernels.tree_attention import tree_attention
-            out = tree_attention(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
-        else:
-            length = visible.shape[-1]
-            out = F.scaled_dot_product_attention(q.transpose(1, 2), k_cache[:, :, :length], v_cache[:, :, :length],
-                                                 attn_mask=visible, enable_gqa=True).transpose(1, 2)
+        out = self.attend(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
         return attn.o_proj(out.reshape(b, rows, self.heads * self.head_dim))
+
+    def attend(self, q, k_cache, v_cache, seq_lens, visible):
+        """The attention backend: `q  # [b, Q, Hq, D]` over the cache under `visible` (see visibility)."""
+        if callable(self.attention):
+            return self.attention(q, k_cache, v_cache, seq_lens, visible)
+        if isinstance(visible, FlatMask):
+            from ddtree.kernels.tree_attention import tree_attention_custom_mask
+            return tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, *visible)
+        if self.attention == "triton":
+            from ddtree.kernels.tree_attention import tree_attention
+            return tree_attention(q, k_cache, v_cache, seq_lens, visible)
+        length = visible.shape[-1]
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), k_cache[:, :, :length], v_cache[:, :, :length],
+                                             attn_mask=visible, enable_gqa=True)
+        return out.transpose(1, 2)
+
+    @torch.no_grad()
+    def probe(self, visible, seq_lens, rows: int) -> list[torch.Tensor]:
+        """The mask the attention backend effectively applies under `visible`, per request `[rows, seq_len_b +
+        rows]` bool: with zero queries every visible key gets the same weight, and with one-hot values (the key's
+        column within a window of PROBE_WIDTH columns) each output row is uniform over exactly its visible keys."""
+        batch, width = seq_lens.shape[0], PROBE_WIDTH
+        lens = seq_lens.tolist()
+        found = [torch.zeros(rows, n + rows, dtype=torch.bool) for n in lens]
+        q = torch.zeros(batch, rows, 1, width, dtype=self.dtype, device=self.device)
+        k = torch.zeros(batch, 1, self.max_len, width, dtype=self.dtype, device=self.device)
+        cols = torch.arange(self.max_len, device=self.device)
+        for start in range(0, max(lens) + rows, width):
+            inside = (cols >= start) & (cols < start + width)
+            v = torch.zeros_like(k)
+            v[:, 0, inside, cols[inside] - start] = 1.0
+            out = self.attend(q, k, v, seq_lens, visible)[:, :, 0].float().cpu()  # [B, Q, width]
+            for b, n in enumerate(lens):
+                stop = min(start + width, n + rows)
+                if stop > start:
+                    found[b][:, start:stop] = out[b, :, :stop - start] > 0.5 / (n + rows)
+        return found
 
     def commit(self, accepted, accept_len, request: int | None = None) -> None:
         """Keep only the accepted rows of the last forward: `accepted  # [b, Q]` node indices, root first

@@ -1,17 +1,19 @@
 """One decoding round of a whole batch on the device: draft -> tree -> pack -> verify -> walk -> commit.
 
 Each stage is a function of persistent device tensors (the target's and drafter's static caches, seq_lens, the
-bonus tokens, the walk's uniforms) with no host synchronisation, so on CUDA each stage is captured once as a CUDA
-graph and replayed every round; CUDA events between the stages time them without a sync. The host reads one small
-tensor per round (`readback`): accepted lengths, bonus tokens, the accepted tokens and a non-finite-logits flag.
+bonus tokens, the walk's coins) with no host synchronisation, so on CUDA each stage is captured once as a CUDA
+graph and replayed every round; CUDA events between the stages time them without a sync. Each stage leaves its
+outputs in one typed value (dlogits, TreeBatch, Packed, Verified, Walked, Readback); the host copies only the
+Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits flag).
 
   draft   ddtree.engine.drafter.StaticDrafter: one batched block forward -> dlogits  # [B, depth, V]
-  tree    DDTree: ddtree.kernels.tree_build.select_trees (= ddtree.build_tree); DFlash: the argmax chain;
-          autoregressive: the root alone. Every tree is padded to Q = num_draft_tokens rows, rooted at the bonus.
+  tree    DDTree: ddtree.kernels.tree_build.select_trees (= ddtree.build_tree), cut to each request's budget;
+          DFlash: the argmax chain; autoregressive: the root alone. A TreeBatch padded to Q = num_draft_tokens rows.
   pack    input ids (padding rows carry the root token at the root position), positions = seq_len + depth,
-          ancestor bitmask and retrieve encoding (first child / next sibling), ddtree.kernels.tree_pack
+          ancestor bitmask and retrieve encoding (first child / next sibling), ddtree.kernels.tree_pack; with
+          attention="custom_mask" also the serving engine's flat mask (ddtree.pack_verify_batch, on the host)
   verify  NativeDecoder.forward_visible over the B x Q rows -> logits  # [B, Q, V], features  # [B, Q, F]
-  walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) from uniforms drawn before the round
+  walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) with the coins the session drew
   commit  the accepted nodes' features extend the drafter's context, the target's KV cache is compacted
           (ddtree.kernels.kv_compact) and the new bonus tokens root the next round
 """
@@ -20,115 +22,171 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 
+from ddtree.batch import pack_verify_batch
+from ddtree.engine.decoder import FlatMask
 from ddtree.kernels.tree_build import select_trees
 from ddtree.kernels.tree_pack import tree_structure
 from ddtree.kernels.tree_verify import (retrieve_from_parents, verify_greedy_tree, verify_greedy_tree_ref,
                                         verify_sampled_tree, verify_sampled_tree_ref)
-from ddtree.session import STAGES
+from ddtree.settings import STAGES, Settings
+from ddtree.tree import TreeBatch
 from ddtree.verify import sampling_probs
 
 
-class DeviceRound:
-    """`rows` = Q verify rows per request. `run()` -> (readback  # [B, Q + 3] long on the host, stage seconds).
-    After a run, `.out` holds the round's device tensors (dlogits, trees, ids, positions, logits, accepted, ...)."""
+@dataclass
+class Packed:
+    ids: torch.Tensor  # [B, Q] verify input; padding rows carry the root token
+    positions: torch.Tensor  # [B, Q] seq_len + depth (padding rows at the root's position)
+    visible: object  # what the attention reads: bitmask [B, Q, W] int32, dense [B, 1, Q, L] bool or a FlatMask
+    next_token: torch.Tensor  # [B, Q] first child or -1
+    next_sibling: torch.Tensor  # [B, Q] next sibling or -1
+    layout: object = None  # attention="custom_mask": the ddtree.VerifyBatch whose flat mask the kernel read
 
-    def __init__(self, decoder, drafter, settings, bonus, rows: int, generator, *, cuda_graphs: bool):
+
+@dataclass
+class Verified:
+    logits: torch.Tensor  # [B, Q, V] float32
+    features: torch.Tensor  # [B, Q, F] target features for the drafter
+
+
+@dataclass
+class Walked:
+    accepted: torch.Tensor  # [B, Q] accepted node indices, root first, -1 padded
+    accept_len: torch.Tensor  # [B] (0 when the logits were not finite: nothing is committed)
+    new_bonus: torch.Tensor  # [B]
+    bad_logits: torch.Tensor  # [] bool: NaN or +inf in the target's or the drafter's logits
+
+
+@dataclass
+class Readback:
+    """The one thing the host reads per round."""
+    accept_len: torch.Tensor  # [B] long
+    bonus: torch.Tensor  # [B] long: the new bonus tokens
+    tokens: torch.Tensor  # [B, Q] long: tokens at the accepted nodes (root first), valid up to accept_len
+    bad_logits: torch.Tensor  # [] bool
+
+    def to_host(self) -> Readback:
+        """Copies in pinned memory, then one synchronisation."""
+        cuda = self.tokens.is_cuda
+        host = Readback(*(torch.empty(x.shape, dtype=x.dtype, pin_memory=cuda) for x in
+                          (self.accept_len, self.bonus, self.tokens, self.bad_logits)))
+        for src, dst in zip((self.accept_len, self.bonus, self.tokens, self.bad_logits),
+                            (host.accept_len, host.bonus, host.tokens, host.bad_logits)):
+            dst.copy_(src, non_blocking=cuda)
+        if cuda:
+            torch.cuda.current_stream().synchronize()
+        return host
+
+
+class DeviceRound:
+    """Rounds of one batch under fixed settings. `rows` = Q verify rows per request; `budgets  # [B]` DDTree budget
+    per request; `mask_layout` how attention="custom_mask" packs the flat mask ("unpadded" reproduces the bug).
+    `run(coins)` -> (Readback on the host, stage seconds); the stage values of the last run stay readable."""
+
+    def __init__(self, decoder, drafter, settings: Settings, bonus, rows: int, *, cuda_graphs: bool,
+                 mask_layout: str = "padded"):
         self.decoder, self.drafter, self.settings = decoder, drafter, settings
         self.bonus = bonus  # [B] long, updated in place by the commit stage
-        self.rows, self.generator = rows, generator
+        self.rows, self.mask_layout = rows, mask_layout
         batch, device = bonus.shape[0], bonus.device
+        self.budgets = torch.tensor(settings.budgets(batch), device=device)  # [B]
         self.coins = torch.zeros(2, batch, rows, dtype=torch.float64, device=device)  # walk and residual uniforms
         self.cuda_graphs = cuda_graphs
         self.graphs = None  # stage name -> CUDAGraph, captured on the second run
         self.runs = 0
-        self.out = {}
+        self.dlogits: torch.Tensor | None = None  # [B, depth, V]
+        self.trees: TreeBatch | None = None
+        self.packed: Packed | None = None
+        self.verified: Verified | None = None
+        self.walked: Walked | None = None
+        self.readback: Readback | None = None
 
     # ------------------------------------------------------------------------------------------------ stages
     def draft(self):
-        if self.settings.method != "ar":
-            self.out["dlogits"] = self.drafter.logits(self.bonus, self.decoder.seq_lens)  # [B, depth, V]
+        self.dlogits = self.drafter.logits(self.bonus, self.decoder.seq_lens)  # [B, depth, V]
 
     def tree(self):
-        s, out, batch = self.settings, self.out, self.bonus.shape[0]
-        device = self.bonus.device
+        s, batch, device = self.settings, self.bonus.shape[0], self.bonus.device
         if s.method == "ar":
             tokens = torch.full((batch, 1), -1, dtype=torch.long, device=device)
-            parents, ranks = tokens.clone(), tokens.clone()
-            depths = torch.zeros_like(tokens)
-            logws = torch.zeros(batch, 1, dtype=torch.float64, device=device)
-            n_nodes = torch.ones(batch, dtype=torch.long, device=device)
-        else:
-            logq = torch.log_softmax(out["dlogits"], dim=-1)  # [B, depth, V] as ddtree.tree._draft_logprobs
-            if s.method == "ddtree":
-                tokens, parents, depths, ranks, logws, n_nodes = select_trees(logq, s.budget)
-            else:  # the DFlash chain: the best token at every depth (first maximum = lower token id on ties)
-                best, chain = logq.max(-1)  # [B, depth]
-                depth = chain.shape[1]
-                root = torch.full((batch, 1), -1, dtype=torch.long, device=device)
-                tokens = torch.cat([root, chain], 1)
-                parents = torch.arange(-1, depth, device=device).expand(batch, -1)
-                depths = torch.arange(depth + 1, device=device).expand(batch, -1)
-                ranks = torch.cat([root, torch.zeros_like(chain)], 1)
-                logws = torch.cat([torch.zeros(batch, 1, dtype=torch.float64, device=device),
-                                   best.double().cumsum(1)], 1)
-                n_nodes = torch.full((batch,), depth + 1, dtype=torch.long, device=device)
-        out.update(tokens=tokens, parents=parents, depths=depths, ranks=ranks, node_logws=logws, n_nodes=n_nodes)
+            self.trees = TreeBatch(tokens, tokens.clone(), torch.zeros_like(tokens), tokens.clone(),
+                                   torch.zeros(batch, 1, dtype=torch.float64, device=device),
+                                   torch.ones(batch, dtype=torch.long, device=device))
+            return
+        logq = torch.log_softmax(self.dlogits, dim=-1)  # [B, depth, V] as ddtree.tree._draft_logprobs
+        if s.method == "ddtree":
+            trees = select_trees(logq, s.max_budget)
+            self.trees = trees if not isinstance(s.budget, tuple) else trees.truncate(self.budgets + 1)
+            return
+        best, chain = logq.max(-1)  # the DFlash chain: the best token at every depth (first maximum on ties)
+        depth = chain.shape[1]
+        root = torch.full((batch, 1), -1, dtype=torch.long, device=device)
+        self.trees = TreeBatch(
+            torch.cat([root, chain], 1), torch.arange(-1, depth, device=device).expand(batch, -1),
+            torch.arange(depth + 1, device=device).expand(batch, -1), torch.cat([root, torch.zeros_like(chain)], 1),
+            torch.cat([torch.zeros(batch, 1, dtype=torch.float64, device=device), best.double().cumsum(1)], 1),
+            torch.full((batch,), depth + 1, dtype=torch.long, device=device))
 
     def pack(self):
-        out, seq_lens = self.out, self.decoder.seq_lens
-        out["ids"] = torch.where(out["tokens"] >= 0, out["tokens"], self.bonus[:, None])  # [B, Q]; root = bonus
-        out["positions"] = seq_lens[:, None] + out["depths"].clamp_min(0)  # padding rows at the root's position
+        trees, seq_lens = self.trees, self.decoder.seq_lens
+        ids = torch.where(trees.tokens >= 0, trees.tokens, self.bonus[:, None])  # [B, Q]; root = bonus
+        positions = seq_lens[:, None] + trees.depths.clamp_min(0)  # padding rows at the root's position
+        layout = None
         if self.decoder.attention == "triton":  # bitmask and retrieve encoding in one launch
-            out["visible"], out["next_token"], out["next_sibling"] = tree_structure(out["parents"])
+            visible, next_token, next_sibling = tree_structure(trees.parents)
+        elif self.decoder.attention == "custom_mask":  # the serving engine's flat mask, packed on the host
+            next_token, next_sibling = retrieve_from_parents(trees.parents)
+            layout = pack_verify_batch(trees.split(self.bonus.tolist()), seq_lens.tolist(), self.rows,
+                                       layout=self.mask_layout)
+            visible = FlatMask.of(layout, self.rows, ids.device)
         else:
-            out["visible"] = self.decoder.visibility(out["parents"], seq_lens)
-            out["next_token"], out["next_sibling"] = retrieve_from_parents(out["parents"])
+            next_token, next_sibling = retrieve_from_parents(trees.parents)
+            visible = self.decoder.visibility(trees.parents, seq_lens)
+        self.packed = Packed(ids, positions, visible, next_token, next_sibling, layout)
 
     def verify(self):
-        out = self.out
-        out["logits"], out["features"] = self.decoder.forward_visible(out["ids"], out["positions"], out["visible"])
+        p = self.packed
+        self.verified = Verified(*self.decoder.forward_visible(p.ids, p.positions, p.visible))
 
     def walk(self):
-        s, out = self.settings, self.out
+        s, p, logits = self.settings, self.packed, self.verified.logits
         cuda = self.bonus.device.type == "cuda"
-        tree = (out["ids"], out["next_token"], out["next_sibling"])
+        tree = (p.ids, p.next_token, p.next_sibling)
         if s.sampled:
-            probs = sampling_probs(out["logits"], s.temperature, s.top_p)  # [B, Q, V] float64
+            probs = sampling_probs(logits, s.temperature, s.top_p)  # [B, Q, V] float64
             walk = verify_sampled_tree if cuda else verify_sampled_tree_ref
             result = walk(*tree, probs, self.coins[0], self.coins[1])
         else:
-            result = (verify_greedy_tree if cuda else verify_greedy_tree_ref)(*tree, out["logits"])
+            result = (verify_greedy_tree if cuda else verify_greedy_tree_ref)(*tree, logits)
         accepted, accept_len, new_bonus = (x.to(self.bonus.device) for x in result)
-        bad = ~torch.isfinite(out["logits"]).all()
-        if "dlogits" in out:  # NaN or +inf (a -inf draft logit is a zero-probability token)
-            bad = bad | ~(out["dlogits"] < math.inf).all()
+        bad = ~torch.isfinite(logits).all()
+        if self.settings.method != "ar":  # a -inf draft logit is a 0-probability token
+            bad = bad | ~(self.dlogits < math.inf).all()
         # non-finite logits: the commit keeps nothing (accept_len 0), so the state stays that before the round
-        out.update(accepted=accepted, accept_len=torch.where(bad, 0, accept_len),
-                   new_bonus=torch.where(bad, self.bonus, new_bonus), bad_logits=bad)
+        self.walked = Walked(accepted, torch.where(bad, 0, accept_len), torch.where(bad, self.bonus, new_bonus), bad)
 
     def commit(self):
-        out, seq_lens = self.out, self.decoder.seq_lens
-        accepted, accept_len = out["accepted"], out["accept_len"]  # [B, Q], [B]
+        w, seq_lens = self.walked, self.decoder.seq_lens
         if self.drafter is not None:  # positions seq_len + j: the accepted path's depths; the rest is scratch
-            keep = accepted[:, :min(self.rows, self.drafter.block_size)].clamp_min(0)  # [B, R]
-            features = out["features"].gather(1, keep[..., None].expand(-1, -1, out["features"].shape[-1]))
-            self.drafter.extend(features, seq_lens)
-        self.decoder.commit(accepted, accept_len)
-        self.bonus.copy_(out["new_bonus"])
-        tokens = out["ids"].gather(1, accepted.clamp_min(0))  # [B, Q]
-        out["readback"] = torch.cat([accept_len[:, None], self.bonus[:, None], tokens,
-                                     out["bad_logits"].long().expand(len(tokens))[:, None]], 1)
+            features = self.verified.features
+            keep = w.accepted[:, :min(self.rows, self.drafter.block_size)].clamp_min(0)  # [B, R]
+            self.drafter.extend(features.gather(1, keep[..., None].expand(-1, -1, features.shape[-1])), seq_lens)
+        self.decoder.commit(w.accepted, w.accept_len)
+        self.bonus.copy_(w.new_bonus)
+        self.readback = Readback(w.accept_len, self.bonus, self.packed.ids.gather(1, w.accepted.clamp_min(0)),
+                                 w.bad_logits)
 
     # --------------------------------------------------------------------------------------------- running
-    def launch(self):
-        """Queue one round on the device without any host synchronisation (on CUDA; the CPU simply runs it).
-        -> per-stage timers: CUDA events (len(STAGES) + 1) or seconds per stage on the CPU."""
-        if self.settings.sampled:
-            torch.rand(self.coins.shape, generator=self.generator, dtype=torch.float64, device=self.coins.device,
-                       out=self.coins)
+    def launch(self, coins: torch.Tensor | None):
+        """Queue one round on the device without any host synchronisation (on CUDA; the CPU simply runs it);
+        `coins  # [2, B, Q]` for sampled rounds. -> per-stage timers: CUDA events (len(STAGES) + 1) or seconds per
+        stage on the CPU."""
+        if coins is not None:
+            self.coins.copy_(coins)
         stages = [None if name == "draft" and self.settings.method == "ar" else getattr(self, name)
                   for name in STAGES]  # autoregressive rounds draft nothing
         if self.bonus.device.type != "cuda":
@@ -157,11 +215,10 @@ class DeviceRound:
             torch.cuda.current_stream().wait_stream(side)
         return events
 
-    def run(self):
-        """One round -> (readback  # [B, Q + 3] long on the host, seconds per stage); the only host
-        synchronisation is the copy of the readback."""
-        timers = self.launch()
-        readback = self.out["readback"].cpu()
+    def run(self, coins: torch.Tensor | None = None) -> tuple[Readback, dict[str, float]]:
+        """One round -> (Readback on the host, seconds per stage); the only host synchronisation is the readback's."""
+        timers = self.launch(coins)
+        readback = self.readback.to_host()
         if isinstance(timers, dict):
             return readback, timers
         return readback, {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(STAGES)}
@@ -178,15 +235,3 @@ def _capture(stages) -> dict:
             stage()
         graphs[name], pool = graph, graph.pool()
     return graphs
-
-
-def record_inputs(out: dict, b: int) -> dict:
-    """Host copies of request b's part of a round (for RoundRecords): tree fields trimmed to its nodes, its verify
-    rows, its draft logits (None for autoregressive) and target logits at its nodes."""
-    n = int(out["n_nodes"][b])
-    tree = {k: out[k][b, :n].cpu() for k in ("tokens", "parents", "depths", "ranks", "node_logws")}
-    tree["tokens"][0] = -1
-    accept_len = int(out["accept_len"][b])
-    return {"tree": tree, "ids": out["ids"][b].cpu(), "positions": out["positions"][b].cpu(),
-            "dlogits": out["dlogits"][b].cpu() if "dlogits" in out else None, "logits": out["logits"][b, :n].cpu(),
-            "accepted": out["accepted"][b, :accept_len].tolist()}

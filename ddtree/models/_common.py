@@ -5,7 +5,10 @@ import torch
 
 
 def resolve_device(device) -> torch.device:
-    """A torch.device from a string or device; anything else is a ValueError."""
+    """A torch.device from a string or device ("auto": CUDA when there is a GPU, else the CPU); anything else is a
+    ValueError."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if not isinstance(device, (str, torch.device)):
         raise ValueError(f"device must be a str or torch.device such as 'cpu' or 'cuda:0', got {device!r}")
     try:

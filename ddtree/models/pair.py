@@ -104,10 +104,11 @@ def check_compatible(target, drafter: DFlashDrafter) -> None:
         raise ValueError(f"drafter vocab_size {config.vocab_size} != target vocabulary size {vocab}")
 
 
-def load_pair(target=None, drafter=None, *, device="cpu", dtype=None) -> ModelPair:
+def load_pair(target=None, drafter=None, *, device="auto", dtype=None) -> ModelPair:
     """target: None (embedded SmolLM2), a path / hub name, or a loaded (model, tokenizer), used as it is;
     drafter: a folder, a DFlashDrafter (moved to the target's device and dtype) or None.
-    `device` and `dtype` apply to a target loaded here; the drafter follows the target."""
+    `device` ("auto": CUDA when there is a GPU) and `dtype` (default float32 on the CPU, bfloat16 on a GPU) apply to a
+    target loaded here; the drafter follows the target."""
     if isinstance(target, tuple):
         if len(target) != 2 or not isinstance(target[0], nn.Module):
             raise ValueError("target must be None, a path / hub name or a (model, tokenizer) tuple")
@@ -126,7 +127,7 @@ def load_pair(target=None, drafter=None, *, device="cpu", dtype=None) -> ModelPa
     return ModelPair(model, tokenizer, draft, weight.device, weight.dtype)
 
 
-def load_default_pair(*, device="cpu", dtype=None) -> ModelPair:
+def load_default_pair(*, device="auto", dtype=None) -> ModelPair:
     """The embedded SmolLM2 target with the project's trained drafter (ddtree/assets/smollm2-dflash/)."""
     if not (DEFAULT_DRAFTER_DIR / "config.json").is_file():
         raise FileNotFoundError(

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 import ddtree
-import ddtree.session
+import ddtree.reference
 from ddtree.models import tiny_random_pair
 
 PROMPT = "a tree\n walk"
@@ -43,18 +43,19 @@ def main() -> None:
     ar = ddtree.Session(pair, PROMPT, method="ar")
     ar.run(60, stop_on_eos=False)
     s = ddtree.Session(pair, PROMPT, method="ddtree", budget=12)
-    ddtree.session.draft_logits = oracle(ar.tokens, pair.vocab_size, narrow=False)
+    ddtree.reference.draft_logits = oracle(ar.tokens[0], pair.vocab_size, narrow=False)
     for _ in range(3):
         s.step()
-    ddtree.session.draft_logits = oracle(ar.tokens, pair.vocab_size, narrow=True)
+    ddtree.reference.draft_logits = oracle(ar.tokens[0], pair.vocab_size, narrow=True)
     s = s.fork(budget=40)
     s.step()
-    ddtree.session.draft_logits = oracle(ar.tokens, pair.vocab_size, narrow=False)
+    ddtree.reference.draft_logits = oracle(ar.tokens[0], pair.vocab_size, narrow=False)
     s = s.fork(method="dflash")
     s.step()
     s = s.fork(method="ddtree", budget=12, verify="sampled", temperature=0.8, seed=1)
     s.step()
-    ddtree.save_trace(s.records, OUT, meta={"prompt": PROMPT, "prompt_text": pair.decode(s.tokens[:s.prompt_len])})
+    prompt_text = pair.decode(s.tokens[0][:s.prompt_lens[0]])
+    ddtree.save_trace(s.records, OUT, meta={"prompt": PROMPT, "prompt_text": prompt_text})
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes): acceptance lengths "
           f"{[r.requests[0].acceptance_length for r in s.records]}, tree nodes "
           f"{[r.requests[0].n_nodes for r in s.records]}, rows {[r.num_draft_tokens for r in s.records]}")

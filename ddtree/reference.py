@@ -1,0 +1,93 @@
+"""The reference backend: the Hugging Face target and the DFlash drafter module, one request at a time.
+
+Each request keeps its own target cache (ddtree.models.TargetCache) and drafter context. A round drafts, builds,
+packs (padded to num_draft_tokens rows, as a serving engine would), verifies with ONE target forward per request
+under the ancestor mask at positions context + depth, and walks every request before anything is committed: if
+any stage fails, the verify rows are cropped from the caches and the session is as it was. Then the accepted
+entries are kept in the target cache (compaction) and their target features extend the drafter's context.
+Invariant between rounds: a request's caches hold every committed token but the last (the bonus, which roots the
+next tree).
+"""
+from __future__ import annotations
+
+import torch
+
+from ddtree.batch import expected_mask, pack_verify_batch
+from ddtree.models import TargetCache, draft_logits, target_forward
+from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
+from ddtree.settings import STAGES, Settings, num_draft_tokens
+
+
+class ReferenceBackend:
+    name = "reference"
+
+    def __init__(self, pair, batch: int, max_len: int):
+        self.pair, self.max_len = pair, max_len
+        self.target_caches = [TargetCache() for _ in range(batch)]
+        self.draft_caches = [pair.drafter.new_cache() if pair.drafter is not None else None for _ in range(batch)]
+
+    def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
+        """Run every prompt through the target and the drafter's context -> logits  # [B, vocab] at each prompt's
+        last position."""
+        last = []
+        for ids, cache, draft_cache in zip(prompts, self.target_caches, self.draft_caches):
+            positions = torch.arange(len(ids))
+            logits, features = target_forward(self.pair.target, ids, positions, None, cache,
+                                              self.pair.target_layer_ids)
+            if draft_cache is not None:
+                self.pair.drafter.extend_context(draft_cache, features, positions)
+            last.append(logits[-1])
+        return torch.stack(last)
+
+    def round(self, settings: Settings, tokens: list[list[int]], coins, top_k: int | None,
+              probe: bool) -> RoundOutcome:
+        """One round of every request; `tokens[b]` its committed tokens, `coins  # [2, B, Q]` (sampled) or None."""
+        if probe:
+            raise ValueError("probe=True needs backend='native' (it probes the engine's attention kernel)")
+        pair, batch = self.pair, len(tokens)
+        times = dict.fromkeys(STAGES, 0.0)
+        q = num_draft_tokens(settings, pair)
+        budgets = settings.budgets(batch)
+        verified = []  # per request: (ctx, tree, dlogits, packed batch, logits at the nodes, features, result)
+        try:
+            for b, toks in enumerate(tokens):
+                ctx, root = len(toks) - 1, toks[-1]
+                with timed(times, "draft", pair.device):
+                    dlogits = None if settings.method == "ar" else draft_logits(pair, root, self.draft_caches[b])
+                with timed(times, "tree", pair.device):
+                    tree = draft_tree(settings, dlogits, root, budgets[b])  # [depth, vocab] -> tree
+                with timed(times, "pack", pair.device):
+                    packed = pack_verify_batch([tree], [ctx], q)
+                    mask = expected_mask(packed, 0)  # [q, ctx + q]
+                with timed(times, "verify", pair.device):
+                    logits, features = target_forward(pair.target, packed.input_ids, packed.positions,
+                                                      mask.to(pair.device), self.target_caches[b],
+                                                      pair.target_layer_ids)
+                with timed(times, "walk", pair.device):
+                    result = walk(settings, tree, logits[:tree.n_nodes], None if coins is None else coins[:, b])
+                verified.append((ctx, tree, dlogits, packed, logits[:tree.n_nodes], features, result))
+        except Exception:
+            for cache, toks in zip(self.target_caches, tokens):  # drop the verify rows of every request
+                if cache.length > len(toks) - 1:
+                    cache.crop(len(toks) - 1)
+            raise
+        committed, requests = [], []
+        for b, (ctx, tree, dlogits, packed, logits, features, result) in enumerate(verified):
+            with timed(times, "commit", pair.device):
+                self.target_caches[b].compact(ctx, result.accepted)
+                if self.draft_caches[b] is not None:
+                    kept = torch.tensor(result.accepted)
+                    pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
+                                                ctx + tree.depths[kept])
+            committed.append(result.committed)
+            if top_k is not None:
+                requests.append(request_round(pair, settings, ctx, tree, dlogits, packed.input_ids, packed.positions,
+                                              logits, result, top_k))
+        return RoundOutcome(committed=committed, times=times, rows=q, requests=requests)
+
+    def fork(self) -> ReferenceBackend:
+        twin = object.__new__(ReferenceBackend)
+        twin.pair, twin.max_len = self.pair, self.max_len
+        twin.target_caches = [c.clone() for c in self.target_caches]
+        twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
+        return twin

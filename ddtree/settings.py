@@ -1,0 +1,140 @@
+"""Session settings and the checks made once, at the public boundary, for both backends.
+
+Everything here is shared by ddtree.session, the reference backend (ddtree.reference) and the native engine
+(ddtree.engine): it imports neither of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ddtree._checks import check_int, check_temperature, check_top_p
+
+METHODS = ("ddtree", "dflash", "ar")
+VERIFY_RULES = ("greedy", "sampled")
+BACKENDS = ("auto", "reference", "native")
+STAGES = ("draft", "tree", "pack", "verify", "walk", "commit")
+MAX_BUDGET = 4096  # nodes per tree; far past where a verify forward stops paying off
+
+
+class ContextFull(ValueError):
+    """The next round would pass the target's context (or the engine's cache)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How rounds run. `budget` is one int for every request, or a tuple with one budget per request (DDTree trees of
+    several sizes in one padded batch; every tree is padded to max(budget) + 1 rows)."""
+    method: str = "ddtree"
+    budget: int | tuple[int, ...] = 32
+    verify: str = "greedy"
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.verify not in VERIFY_RULES:
+            raise ValueError(f"verify must be one of {VERIFY_RULES}, got {self.verify!r}")
+        if isinstance(self.budget, (list, tuple)):
+            if not self.budget:
+                raise ValueError("budget must be an int or a non-empty list of ints (one per request)")
+            budgets = tuple(check_int("budget entry", b, minimum=1 if self.method == "ddtree" else 0)
+                            for b in self.budget)
+            object.__setattr__(self, "budget", budgets)
+        else:
+            object.__setattr__(self, "budget", check_int("budget", self.budget))
+        if self.max_budget > MAX_BUDGET:
+            raise ValueError(f"budget must be at most {MAX_BUDGET} nodes, got {self.max_budget}")
+        object.__setattr__(self, "temperature", check_temperature("temperature", self.temperature, allow_zero=True))
+        object.__setattr__(self, "top_p", check_top_p(self.top_p))
+
+    @property
+    def sampled(self) -> bool:
+        return self.verify == "sampled" and self.temperature > 0
+
+    @property
+    def max_budget(self) -> int:
+        return max(self.budget) if isinstance(self.budget, tuple) else self.budget
+
+    def budgets(self, batch: int) -> list[int]:
+        """One budget per request."""
+        return list(self.budget) if isinstance(self.budget, tuple) else [self.budget] * batch
+
+
+def make_settings(pair, batch: int, **options) -> Settings:
+    """Settings checked against the pair (a drafter for drafting methods) and the batch (one budget per request)."""
+    settings = Settings(**options)
+    if settings.method != "ar" and pair.drafter is None:
+        raise ValueError(f"method {settings.method!r} needs a drafter; this pair has none (use method='ar')")
+    if isinstance(settings.budget, tuple) and len(settings.budget) != batch:
+        raise ValueError(f"budget must have one entry per request ({batch}), got {len(settings.budget)}")
+    return settings
+
+
+def fork_settings(pair, batch: int, settings: Settings, overrides: dict) -> Settings:
+    unknown = set(overrides) - {"method", "budget", "verify", "temperature", "top_p"}
+    if unknown:
+        raise ValueError(f"fork takes method, budget, verify, temperature, top_p and seed; got {sorted(unknown)}")
+    merged = {k: getattr(settings, k) for k in ("method", "budget", "verify", "temperature", "top_p")}
+    return make_settings(pair, batch, **(merged | overrides))
+
+
+def num_draft_tokens(settings: Settings, pair) -> int:
+    """Verify rows per request: max budget + 1 for DDTree, the block for the DFlash chain, 1 for autoregressive."""
+    if settings.method == "ddtree":
+        return settings.max_budget + 1
+    return pair.block_size if settings.method == "dflash" else 1
+
+
+def check_room(pair, settings: Settings, ctx: int, limit: int) -> None:
+    """ContextFull when a round at context `ctx` would write past `limit` cache entries (drafter block included)."""
+    rows = max(num_draft_tokens(settings, pair), 1 if settings.method == "ar" else pair.block_size)
+    if ctx + rows > limit:
+        raise ContextFull(f"context full: {ctx} committed tokens + {rows} draft rows exceed the context of {limit}")
+
+
+def encode_prompts(pair, prompts, chat: bool, settings: Settings, limit: int) -> list[list[int]]:
+    """Token ids of every prompt (a string, chat template applied when `chat`, or token ids), checked against the
+    vocabulary and the context `limit` (room for one round included)."""
+    out = []
+    for b, prompt in enumerate(prompts):
+        if isinstance(prompt, str) and prompt:
+            ids = pair.encode(prompt, chat=chat)
+        elif isinstance(prompt, (list, tuple)) and prompt and all(
+                isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            ids = list(prompt)
+        else:
+            raise ValueError(f"prompts[{b}] must be a non-empty string or a non-empty list of token ids")
+        bad = [t for t in ids if not 0 <= t < pair.vocab_size]
+        if bad:
+            raise ValueError(f"prompts[{b}] token ids must be in [0, {pair.vocab_size}), got {bad[:5]}")
+        rows = max(num_draft_tokens(settings, pair), 1 if settings.method == "ar" else pair.block_size)
+        if len(ids) + rows > limit:
+            raise ValueError(f"prompts[{b}] is too long: {len(ids)} tokens + {rows} draft rows exceed the context of "
+                             f"{limit} tokens")
+        out.append(ids)
+    return out
+
+
+def as_prompt_list(prompt_or_prompts) -> list:
+    """A prompt (a string or a list of token ids) is a batch of one; a list of prompts is a batch."""
+    p = prompt_or_prompts
+    if isinstance(p, (list, tuple)) and p and all(isinstance(x, (str, list, tuple)) for x in p):
+        return list(p)
+    return [p]
+
+
+def new_generator(device, seed) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(check_int("seed", seed))
+
+
+def fork_generator(generator: torch.Generator, device, seed=None) -> torch.Generator:
+    """A generator continuing `generator`'s state, or freshly seeded with `seed`."""
+    if seed is not None:
+        return new_generator(device, seed)
+    twin = torch.Generator(device=device)
+    twin.set_state(generator.get_state())
+    return twin
+
