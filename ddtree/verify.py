@@ -82,18 +82,18 @@ def verify_sampled(tree: DraftTree, target_logits: torch.Tensor, temperature: fl
     if temperature == 0:
         return verify_greedy(tree, target_logits)
     _check_tree_logits(tree, target_logits)
-    n, device = tree.n_nodes, target_logits.device
+    n = tree.n_nodes
     if coins is None:
-        coins = draw_coins(generator, 1, n, device)[:, 0]
+        coins = draw_coins(generator, 1, n, target_logits.device)[:, 0]
     elif not isinstance(coins, torch.Tensor) or tuple(coins.shape) != (2, n) or not coins.is_floating_point():
         raise ValueError(f"coins must be a float tensor [2, n_nodes] = [2, {n}], got "
                          f"{tuple(coins.shape) if isinstance(coins, torch.Tensor) else type(coins).__name__}")
     from ddtree.kernels.tree_verify import verify_sampled_tree_ref  # the rule's one reference, beside its kernel
     _, next_token, next_sibling = retrieve_encoding(tree)
-    tree_args = (x[None].to(device) for x in (tree.tokens, next_token, next_sibling))
-    probs = sampling_probs(target_logits, temperature, top_p)  # [n, vocab] float64
-    accepted, count, bonus = verify_sampled_tree_ref(*tree_args, probs[None], coins[0][None].to(device),
-                                                     coins[1][None].to(device))
+    probs = sampling_probs(target_logits, temperature, top_p).cpu()  # [n, vocab] float64; a short walk: on the host
+    coins = coins.cpu()
+    accepted, count, bonus = verify_sampled_tree_ref(tree.tokens[None], next_token[None], next_sibling[None],
+                                                     probs[None], coins[:1], coins[1:])
     return _result(tree, accepted[0, :int(count[0])].tolist(), int(bonus[0]))
 
 

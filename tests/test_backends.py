@@ -172,3 +172,23 @@ def test_custom_mask_kernel_padded_agrees_and_unpadded_corrupts(device):
 def test_no_import_loops():
     done = subprocess.run([str(SHARED_TOOL)], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("backend", ["reference", "native"])
+def test_every_consumer_takes_every_session(pair, backend, tmp_path):
+    """Traces, the HTML report, check_lossless and sweep take sessions of either backend and any batch size."""
+    from ddtree.report import render_html
+    from ddtree.sweep import summarize, sweep
+    s = Session(pair, PROMPTS, budget=[3, 6, 4], backend=backend)
+    s.run(6, stop_on_eos=False)
+    ddtree.save_trace(s.records, tmp_path / "t.json")
+    loaded, _ = ddtree.load_trace(tmp_path / "t.json")
+    assert [r.to_dict() for r in loaded] == [r.to_dict() for r in s.records]
+    assert len(loaded[0].requests) == 3
+    for b in range(3):
+        page = render_html(s.records, request=b)
+        assert s.records[0].requests[b].committed_text.replace("<", "&lt;")[:3] in page
+    report = ddtree.check_lossless(pair, PROMPTS[:1], 8, budget=4, backend=backend)
+    assert report.ok and report.tokens_checked == 16
+    rows = sweep(pair, PROMPTS[:1], [2, 4], max_new_tokens=6, backend=backend, progress=False)
+    assert {r["budget"] for r in summarize(rows)} == {0, 2, 4}
