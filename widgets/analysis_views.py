@@ -22,7 +22,7 @@ class AcceptanceView(widgets.VBox):
     mean (dashed where some rounds are estimates), the run's budget and real mean, the DFlash chain's point; pick a
     round to highlight it. A table of the mean per budget sits below."""
 
-    def __init__(self, records: list[RoundRecord] | None = None, *, request: int | None = None,
+    def __init__(self, records: list[RoundRecord] | None = None, *, request: int | None = None, rounds=None,
                  max_budget: int = MAX_BUDGET):
         self.selector = widgets.Dropdown(description="highlight", options=[("no round", None)], value=None,
                                          layout=widgets.Layout(width="420px"))
@@ -34,10 +34,11 @@ class AcceptanceView(widgets.VBox):
         super().__init__([self.selector, self.slot, self.table])
         self.add_class("ddtree-acceptance-view")
         if records is not None:
-            self.show(records, request=request)
+            self.show(records, request=request, rounds=rounds)
 
-    def show(self, records: list[RoundRecord], *, request: int | None = None) -> None:
-        self.cfs = counterfactuals(records, request=request, max_budget=self.max_budget)
+    def show(self, records: list[RoundRecord], *, request: int | None = None, rounds=None) -> None:
+        """`rounds`: RoundRecord indices to draw (default every drafted round); every record feeds continuations."""
+        self.cfs = counterfactuals(records, request=request, rounds=rounds, max_budget=self.max_budget)
         options = [("no round", None)] + [
             (f"round {cf.round}" + (f", request {cf.request}" if cf.request else "") +
              f": real {cf.real_acceptance} at {cf.method} {cf.budget}, exact to {cf.exact_budget}", k)
@@ -60,7 +61,7 @@ class RankDepthView(widgets.VBox):
     """Depth x rank heat map of the target token's draft rank (share per depth, or counts) beside how often the walk
     reached each depth: width helps where the target's token is often the 2nd..Kth choice."""
 
-    def __init__(self, records: list[RoundRecord] | None = None, *, request: int | None = None,
+    def __init__(self, records: list[RoundRecord] | None = None, *, request: int | None = None, rounds=None,
                  max_rank: int = 16, normalize: bool = True):
         self.normalize = widgets.ToggleButton(value=normalize, description="share per depth",
                                               tooltip="colour by the share of the depth's rounds, or by counts")
@@ -72,10 +73,10 @@ class RankDepthView(widgets.VBox):
         super().__init__([self.normalize, self.slot, self.note])
         self.add_class("ddtree-rank-depth-view")
         if records is not None:
-            self.show(records, request=request)
+            self.show(records, request=request, rounds=rounds)
 
-    def show(self, records: list[RoundRecord], *, request: int | None = None) -> None:
-        cfs = counterfactuals(records, request=request)
+    def show(self, records: list[RoundRecord], *, request: int | None = None, rounds=None) -> None:
+        cfs = counterfactuals(records, request=request, rounds=rounds)
         self.stats = (rank_depth(cfs, max_rank=self.max_rank), depth_reach(cfs))
         counts = self.stats[0].counts
         top = counts[:, 0].sum().item() / max(counts.sum().item(), 1)
