@@ -72,8 +72,7 @@ def ranks_from_logits(draft_logits: torch.Tensor, *, keep: int = MAX_BUDGET) -> 
     return DraftRanks(tokens[:, :k].tolist(), values.tolist(), complete)
 
 
-def ranks_from_record(req: RequestRound, method: str, *, vocab_size: int | None = None,
-                      use_tree: bool = True) -> DraftRanks:
+def ranks_from_record(req: RequestRound, *, vocab_size: int | None = None, use_tree: bool = True) -> DraftRanks:
     """The ranks a record keeps: its draft top-K per depth (reordered by build_tree's tie rule; a group of equal
     log-probs at the cut is dropped, since the cut may have kept other ids of the group than the lowest), extended
     by the ranks its tree holds (`use_tree`; log-probs from the node log-weights). `vocab_size` tells when the
@@ -106,12 +105,12 @@ def _tree_ranks(tree: DraftTree, depth: int) -> tuple[dict[int, list[int]], dict
     log-weight minus the parent's, rounded to float32 as the drafter's log-probs are)."""
     if tree.max_depth > depth:
         raise ValueError(f"the tree is {tree.max_depth} deep but draft_top_tokens has {depth} depths")
-    parents, logw = tree.parents.tolist(), tree.node_logws
+    logw = tree.node_logws
     lq = (logw[1:] - logw[tree.parents[1:].clamp_min(0)]).float().double().tolist()
     seen: dict[tuple[int, int], tuple[int, float]] = {}
     for i, (d, r, t) in enumerate(zip(tree.depths.tolist()[1:], tree.ranks.tolist()[1:], tree.tokens.tolist()[1:])):
         if seen.setdefault((d - 1, r), (t, lq[i]))[0] != t:
-            raise ValueError(f"the tree holds two tokens at depth {d}, rank {r} (node {i + 1}, parent {parents[i + 1]})")
+            raise ValueError(f"the tree holds two tokens at depth {d}, rank {r} (node {i + 1} and another)")
     tokens: dict[int, list[int]] = {}
     logq: dict[int, list[float]] = {}
     for (d, r), (t, v) in sorted(seen.items()):
@@ -243,7 +242,7 @@ def counterfactuals(records: list[RoundRecord], *, request: int | None = None, r
 
 def _round(rec: RoundRecord, req: RequestRound, b: int, stream: list[int], max_budget: int, vocab_size,
            use_tree: bool) -> RoundCounterfactual:
-    ranks = ranks_from_record(req, rec.method, vocab_size=vocab_size, use_tree=use_tree)
+    ranks = ranks_from_record(req, vocab_size=vocab_size, use_tree=use_tree)
     depth = ranks.depth
     continuation = stream[:depth]
     tree, exact_budget = replay_heap(ranks, max_budget)

@@ -134,12 +134,12 @@ def test_kept_ranks_are_exact_up_to_the_horizon():
 
 def test_ranks_from_a_record_drop_a_tie_at_the_cut(records):
     req = records[0].requests[0]
-    full = ranks_from_record(req, "ddtree", use_tree=False)
+    full = ranks_from_record(req, use_tree=False)
     assert [len(t) for t in full.tokens] == [len(req.draft_top_tokens[0]) - 1] * len(full.tokens)  # cut unknown
     tied = [row[:-2] + [row[-3]] * 2 for row in req.draft_top_logprobs]  # the last three equal
-    ranks = ranks_from_record(replace(req, draft_top_logprobs=tied), "ddtree", use_tree=False)
+    ranks = ranks_from_record(replace(req, draft_top_logprobs=tied), use_tree=False)
     assert [len(t) for t in ranks.tokens] == [len(req.draft_top_tokens[0]) - 3] * len(full.tokens)
-    whole = ranks_from_record(req, "ddtree", vocab_size=len(req.draft_top_tokens[0]), use_tree=False)
+    whole = ranks_from_record(req, vocab_size=len(req.draft_top_tokens[0]), use_tree=False)
     assert all(whole.complete) and len(whole.tokens[0]) == len(req.draft_top_tokens[0])
 
 
@@ -346,6 +346,20 @@ def test_counterfactual_equals_real_rounds_and_reruns_tiny_pair(tiny, record_top
     chain = ddtree.Session(tiny, "a tree\n walk", method="dflash")
     cfs = counterfactuals(decode(chain, 16), vocab_size=tiny.vocab_size)
     assert [cf.chain_acceptance for cf in cfs] == [cf.real_acceptance for cf in cfs]
+
+
+def test_batch_records_are_analysed_per_request_tiny_pair(tiny, record_top_k):
+    record_top_k(tiny.vocab_size)
+    session = ddtree.Session(tiny, ["a tree\n walk", "hello there"], budget=64)  # two requests: the native engine
+    for _ in range(4):
+        session.step()
+    records = session.records
+    cfs = counterfactuals(records, vocab_size=tiny.vocab_size, use_tree=False)  # replayed without the trees
+    assert sorted((cf.request, cf.round) for cf in cfs) == [(b, k) for b in (0, 1) for k in range(4)]
+    for cf in cfs:
+        assert cf.at(64) == records[cf.round].requests[cf.request].acceptance_length
+        assert cf.continuation[0] == records[cf.round].requests[cf.request].committed[0]
+    assert [cf.request for cf in counterfactuals(records, request=1)] == [1] * 4
 
 
 def test_few_kept_ranks_stay_exact_up_to_the_exact_budget_tiny_pair(tiny, record_top_k):
