@@ -97,7 +97,7 @@ def rank_depth_figure(rd: RankDepth, reach: list[float], *, normalize: bool = Tr
                         subplot_titles=("target token's draft rank", "walk reaches depth"))
     fig.add_trace(go.Heatmap(z=z.tolist(), x=rd.labels, y=depths, colorscale="Blues", name="rank share",
                              hovertext=text, hoverinfo="text",
-                             colorbar=dict(title="share" if normalize else "count", x=0.72, len=0.9)), row=1, col=1)
+                             colorbar=dict(title="share" if normalize else "count", x=1.02, len=0.9)), row=1, col=1)
     fig.add_trace(go.Bar(x=reach, y=depths[:len(reach)], orientation="h", marker_color=ACCEPT_COLOR, name="reach",
                          hovertext=[f"{d}: reached in {r:.0%} of rounds" for d, r in zip(depths, reach)],
                          hoverinfo="text"), row=1, col=2)
@@ -107,7 +107,7 @@ def rank_depth_figure(rd: RankDepth, reach: list[float], *, normalize: bool = Tr
     fig.update_layout(title=dict(text=title or f"where the drafter loses the target ({rd.rounds} rounds)",
                                  font=dict(size=13)),
                       width=width, height=height, template="none", plot_bgcolor="white", showlegend=False,
-                      margin=dict(l=70, r=20, t=70, b=50))
+                      margin=dict(l=70, r=80, t=70, b=50))
     return fig
 
 
