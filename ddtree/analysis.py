@@ -208,7 +208,8 @@ class RoundCounterfactual:
     exact: torch.Tensor  # [max_budget] bool: the value is exact (not an estimate, not a truncated lower bound)
     exact_budget: int  # budgets up to this are replayed exactly
     chain_acceptance: int  # the DFlash chain (rank 0 at every depth) on the same drafts
-    min_budget: int | None  # smallest budget accepting what the round accepted (None: beyond max_budget)
+    min_budget: int | None  # smallest budget accepting what the round accepted (None: beyond max_budget; an
+    # estimate when past exact_budget, which only a 'dflash' round can be)
 
     def at(self, budget: int) -> int:
         """Acceptance length at `budget` (1..max_budget)."""
@@ -362,10 +363,9 @@ def calibration_points(records: list[RoundRecord], *, request: int | None = None
         for b in _requests(records, request):
             req = records[i].requests[b]
             tree, accepted = req.tree, set(req.accepted)
-            logw, parents = tree.node_logws, tree.parents
             for node in req.accepted:
                 children = torch.tensor(tree.children(node), dtype=torch.long)
-                probs.append((logw[children] - logw[node]).exp())
+                probs.append((tree.node_logws[children] - tree.node_logws[node]).exp())
                 agreed.append(torch.tensor([c in accepted for c in children.tolist()], dtype=torch.bool))
     return torch.cat(probs), torch.cat(agreed)
 
