@@ -13,6 +13,7 @@ from plotly.offline import get_plotlyjs
 
 from ddtree.record import RoundRecord
 from ddtree.text import format_rounds
+from ddtree.widgets.analysis_figures import acceptance_section, calibration_section, rank_depth_section
 from ddtree.widgets.figures import logweight_figure, path_html, stats_html, sweep_figure
 from ddtree.widgets.masks import batch_of, mask_figure, mask_grid, row_labels
 from ddtree.widgets.treegraph import has_dot, tree_figure, tree_svg
@@ -46,6 +47,9 @@ def render_html(records: list[RoundRecord], *, title: str = "DDTree report", pro
             "<h2>Rounds</h2>", f"<pre>{html.escape(format_rounds([_only(r, request) for r in records]))}</pre>"]
     if sweep_rows:
         body += ["<h2>Budget sweep</h2>", _plot(sweep_figure(sweep_rows))]
+    body += acceptance_section(records, request=request)
+    body += rank_depth_section(records, request=request)
+    body += calibration_section(records, request=request)
     for k, rec in enumerate(records):
         req = rec.requests[request]
         tree = f"<div class='tree'>{tree_svg(req)}</div>" if has_dot() else _plot(tree_figure(req))

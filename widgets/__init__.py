@@ -1,13 +1,15 @@
 """Notebook views (ipywidgets, plotly, graphviz) that consume plain round records.
 
-The view classes load ipywidgets on first use; the figure modules (figures, masks, treegraph, nodes) import no
-widget library, so ddtree.report can use them without ipywidgets.
+The view classes load ipywidgets on first use; the figure modules (figures, analysis_figures, masks, treegraph,
+nodes) import no widget library, so ddtree.report can use them without ipywidgets.
 """
 
-__all__ = ["TreeView", "LogWeightView", "MaskView", "PathView", "Explorer", "SweepView"]
+__all__ = ["TreeView", "LogWeightView", "MaskView", "PathView", "Explorer", "SweepView", "AcceptanceView",
+           "RankDepthView", "CalibrationView"]
 
 _LAZY = {"TreeView": "views", "LogWeightView": "views", "MaskView": "views", "PathView": "views",
-         "Explorer": "explorer", "SweepView": "sweepview"}
+         "Explorer": "explorer", "SweepView": "sweepview", "AcceptanceView": "analysis_views",
+         "RankDepthView": "analysis_views", "CalibrationView": "analysis_views"}
 
 
 def __getattr__(name):
