@@ -32,9 +32,7 @@ TAIL_BUDGET = 16  # budget of the rounds that only record the continuation after
 
 def open_session(pair, prompt: str, budget: int, backend: str):
     """A greedy DDTree session (the one place that knows the Session constructor's options)."""
-    if backend == "native":
-        return ddtree.Session(pair, [prompt], budget=budget, verify="greedy", max_len=pair.max_context)
-    return ddtree.Session(pair, prompt, budget=budget, verify="greedy")
+    return ddtree.Session(pair, prompt, budget=budget, verify="greedy", backend=backend, max_len=pair.max_context)
 
 
 def committed(session) -> int:

@@ -30,17 +30,6 @@ def records():
     return ddtree.load_trace(TRACE)[0]
 
 
-@pytest.fixture
-def record_top_k(monkeypatch):
-    """Sessions made in the test keep `k` draft ranks per depth in their records. The one place that reaches into
-    ddtree.session.TOP_K; it becomes Session(..., record_top_k=k) once sessions take that option."""
-    import ddtree.session
-
-    def set_k(k: int) -> None:
-        monkeypatch.setattr(ddtree.session, "TOP_K", k)
-    return set_k
-
-
 def decode(session, tokens: int):
     """Step until `tokens` tokens are committed (uses only .step() and .records)."""
     while sum(len(r.requests[0].committed) for r in session.records) < tokens:
@@ -332,10 +321,10 @@ def check_against_reruns(base, cf, budgets) -> None:
         assert real == cf.at(b), f"budget {b}: real {real}, counterfactual {cf.at(b)}"
 
 
-def test_counterfactual_equals_real_rounds_and_reruns_tiny_pair(tiny, record_top_k):
-    record_top_k(tiny.vocab_size)  # every rank kept
+def test_counterfactual_equals_real_rounds_and_reruns_tiny_pair(tiny):
+    kept = tiny.vocab_size  # every rank kept
     for prompt in ("a tree\n walk", "hello there"):
-        base = ddtree.Session(tiny, prompt, budget=300)
+        base = ddtree.Session(tiny, prompt, budget=300, record_top_k=kept)
         session = base.fork()
         records = decode(session, 24)
         cfs = counterfactuals(records, vocab_size=tiny.vocab_size, use_tree=False)
@@ -343,14 +332,14 @@ def test_counterfactual_equals_real_rounds_and_reruns_tiny_pair(tiny, record_top
         assert [cf.at(300) for cf in cfs] == [r.requests[0].acceptance_length for r in records]
         assert max(cf.real_acceptance for cf in cfs) > 1  # not all trivial
         check_against_reruns(base, cfs[0], boundary_budgets(cfs[0], [1, 2, 8, 64, 1024], 1024))
-    chain = ddtree.Session(tiny, "a tree\n walk", method="dflash")
+    chain = ddtree.Session(tiny, "a tree\n walk", method="dflash", record_top_k=kept)
     cfs = counterfactuals(decode(chain, 16), vocab_size=tiny.vocab_size)
     assert [cf.chain_acceptance for cf in cfs] == [cf.real_acceptance for cf in cfs]
 
 
-def test_batch_records_are_analysed_per_request_tiny_pair(tiny, record_top_k):
-    record_top_k(tiny.vocab_size)
-    session = ddtree.Session(tiny, ["a tree\n walk", "hello there"], budget=64)  # two requests: the native engine
+def test_batch_records_are_analysed_per_request_tiny_pair(tiny):
+    kept = tiny.vocab_size
+    session = ddtree.Session(tiny, ["a tree\n walk", "hello there"], budget=64, backend="native", record_top_k=kept)
     for _ in range(4):
         session.step()
     records = session.records
@@ -362,9 +351,9 @@ def test_batch_records_are_analysed_per_request_tiny_pair(tiny, record_top_k):
     assert [cf.request for cf in counterfactuals(records, request=1)] == [1] * 4
 
 
-def test_few_kept_ranks_stay_exact_up_to_the_exact_budget_tiny_pair(tiny, record_top_k):
-    record_top_k(4)
-    base = ddtree.Session(tiny, "hello there", budget=64)
+def test_few_kept_ranks_stay_exact_up_to_the_exact_budget_tiny_pair(tiny):
+    kept = 4
+    base = ddtree.Session(tiny, "hello there", budget=64, record_top_k=kept)
     records = decode(base.fork(), 16)
     cf = counterfactuals(records, use_tree=False)[0]
     assert cf.exact_budget < 64  # four ranks per depth: the horizon is short without the tree
@@ -375,12 +364,12 @@ def test_few_kept_ranks_stay_exact_up_to_the_exact_budget_tiny_pair(tiny, record
 
 
 @pytest.mark.slow
-def test_counterfactual_equals_real_rounds_and_reruns_embedded_pair(record_top_k):
+def test_counterfactual_equals_real_rounds_and_reruns_embedded_pair():
     from ddtree.models import load_default_pair
     from ddtree.training.prompts import load_prompts
     pair = load_default_pair()
-    record_top_k(128)
-    base = ddtree.Session(pair, load_prompts()[1][1], budget=32)
+    kept = 128
+    base = ddtree.Session(pair, load_prompts()[1][1], budget=32, record_top_k=kept)
     records = decode(base.fork(), 40)
     for use_tree in (True, False):
         cfs = counterfactuals(records, use_tree=use_tree)
