@@ -24,12 +24,12 @@ class NativeBackend:
     name = "native"
 
     def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool = False,
-                 mask_layout: str = "padded"):
+                 mask_layout: str = "padded", fused: bool | None = None):
         if mask_layout not in MASK_LAYOUTS:
             raise ValueError(f"mask_layout must be one of {MASK_LAYOUTS}, got {mask_layout!r}")
         self.pair, self.max_len, self.mask_layout = pair, max_len, mask_layout
         self.decoder = NativeDecoder(pair.target, batch_size=batch, max_len=max_len,
-                                     layer_ids=pair.target_layer_ids, attention=attention)
+                                     layer_ids=pair.target_layer_ids, attention=attention, fused=fused)
         if mask_layout != "padded" and self.decoder.attention != "custom_mask":
             raise ValueError("mask_layout='unpadded' needs attention='custom_mask' (the flat serving-engine mask)")
         self.cuda_graphs = bool(cuda_graphs)
@@ -37,7 +37,7 @@ class NativeBackend:
             raise ValueError("cuda_graphs=True needs a CUDA pair with attention='triton' (or 'auto')")
         draft_attention = "triton" if self.decoder.attention == "triton" else "torch"
         self.drafter = None if pair.drafter is None else StaticDrafter(pair, batch_size=batch, max_len=max_len,
-                                                                       attention=draft_attention)
+                                                                       attention=draft_attention, fused=fused)
         self.round_state: DeviceRound | None = None  # built for the current settings on the first round
 
     def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
