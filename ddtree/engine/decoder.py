@@ -164,6 +164,7 @@ class NativeDecoder:
         batch, rows = input_ids.shape
         seq_lens = self.seq_lens[slots]  # [b]
         write_at = (seq_lens[:, None] + self.offsets[:rows]).flatten()  # [b*Q] cache row of each input row
+        lens = seq_lens.to(torch.int32) if self.attention == "triton" else seq_lens  # converted once, not per layer
         hidden = self.model.embed_tokens(input_ids)  # [b, Q, H]
         outputs, delta = {}, None  # delta: the MLP output that the next norm adds to the residual stream
         for i, (layer, w) in enumerate(zip(self.model.layers, self.fused_layers)):
@@ -175,7 +176,7 @@ class NativeDecoder:
             k_cache, v_cache = self.k[i][slots], self.v[i][slots]
             q = norm_rope_cache(F.linear(x.flatten(0, 1), w.qkv, w.qkv_bias), w.q_norm, w.k_norm, w.eps, self.cos,
                                 self.sin, positions.flatten(), k_cache, v_cache, rows, write_at)  # [b*Q, Hq, D]
-            out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, seq_lens, visible)
+            out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, lens, visible)
             x, hidden = rms_norm(layer.post_attention_layernorm,
                                  layer.self_attn.o_proj(out.reshape(batch, rows, -1)), residual=hidden)
             delta = layer.mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), w.gate_up, w.gate_up_bias)))
