@@ -197,6 +197,8 @@ def test_auto_with_cuda_graphs_matches_eager_on_gpu():
     """Head and per-budget tail graphs (captured on a budget's second use) replay the eager rounds: same budgets,
     same tokens; and the cost table measured from graph replays."""
     pair = tiny_random_pair(3, device="cuda")
+    with torch.no_grad():
+        pair.drafter.norm.weight.mul_(30)  # a confidence that changes from round to round (see confident_pair)
     costs = BudgetCosts((4, 8, 16, 32), (1e-3, 1.1e-3, 1.3e-3, 1.8e-3), overhead=5e-4)
     eager = Session(pair, PROMPTS, budget="auto", budget_costs=costs)
     graphed = Session(pair, PROMPTS, budget="auto", budget_costs=costs, cuda_graphs=True, record=False)
