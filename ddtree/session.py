@@ -184,7 +184,8 @@ class Session:
 
     def fork(self, **overrides) -> Session:
         """An independent copy of this session's state; `overrides` (method, budget, verify, temperature, top_p,
-        seed) change how the next rounds run. Without `seed` the sampler continues from the same random state."""
+        seed) change how the next rounds run. Without `seed` the sampler continues from the same random state; a
+        budget="auto" left out of the overrides is dropped for method "dflash" / "ar" (it applies to DDTree only)."""
         seed = overrides.pop("seed", None)
         twin = object.__new__(Session)
         twin.__dict__.update(self.__dict__)
