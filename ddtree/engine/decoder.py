@@ -98,8 +98,9 @@ class NativeDecoder:
             raise ValueError(f"fused=True is not available for this target: {why_not}")
         self.fused = (self.device.type == "cuda" and not why_not) if fused is None else bool(fused)
         if self.fused:
-            self.fused_layers = [_fused_layer(layer) for layer in self.model.layers]
-            self.cos, self.sin = rope_tables(self.model.rotary_emb, self.max_len, self.dtype, self.device)
+            with torch.no_grad():
+                self.fused_layers = [_fused_layer(layer) for layer in self.model.layers]
+                self.cos, self.sin = rope_tables(self.model.rotary_emb, self.max_len, self.dtype, self.device)
 
     @torch.no_grad()
     def forward(self, input_ids, positions, parents, request: int | None = None):
