@@ -1,11 +1,17 @@
-"""End to end on the embedded pair: autoregressive vs DFlash chain vs DDTree budgets, greedy (T=0) and sampled (T=1).
+"""End to end on the embedded pair: autoregressive vs DFlash chain vs DDTree budgets (fixed, and "auto"), greedy (T=0)
+and sampled (T=1), on two prompt sets: code prompts (the drafter's home ground) and general chat prompts
+(explanations, recipes, summaries, advice).
 
-All three run on the same native engine (static cache, Triton tree attention and CUDA graphs on a GPU), so the
-ratios are fair; the plain Hugging Face path is timed for reference. Per prompt and configuration two
-rounds (the first warms up, the second captures the graphs) precede the timed run. Stage times are CUDA-event
-times of the device round (ddtree.engine.device_round): overhead_pct = draft + tree + pack + commit (the issue's
-overhead: what speculation adds around the verify forward and its walk) as a share of the round's wall time,
-walk_ms = the walk's time a round, host_pct = the wall time no stage covers (launches, the readback, Python).
+All methods run on the same native engine (static cache, Triton tree attention and CUDA graphs on a GPU; the fused
+target and drafter forwards unless --no-fused, both with --compare-unfused), so the ratios are fair; the plain
+Hugging Face path is timed for reference. Per prompt and configuration two rounds (the first warms up, the second
+captures the graphs; budget="auto" measures its cost table, then captures its head and every budget's tail in the
+first) precede the timed run. The auto cost table is measured once per engine variant and given to the later
+sessions (budget_costs). Stage times are CUDA-event times of the device round (ddtree.engine.device_round):
+overhead_pct = draft + tree + pack + commit as a share of the round's wall time, spec_pct = the same plus the walk
+(everything speculation adds around the verify forward), walk_ms = the walk's time a round, host_pct = the wall
+time no stage covers (launches, the readbacks, Python), mean_budget = the budget the rounds used (auto: chosen).
+Ratios x_ar / x_dflash compare rows of the same prompt set, path and temperature.
 Writes bench/results/e2e_<device>.{md,json}.
 """
 from __future__ import annotations
@@ -23,95 +29,162 @@ from tqdm.auto import tqdm
 from ddtree import Session
 from ddtree.models import load_default_pair
 
-PROMPTS = [
-    "Write a Python function that checks whether a string is a palindrome.",
-    "Explain what a hash table is and when to use one.",
-    "Write a Python class for a stack with push, pop and peek.",
-    "What does the zip function do in Python? Give an example.",
-]
+PROMPT_SETS = {
+    "code": [
+        "Write a Python function that checks whether a string is a palindrome.",
+        "Explain what a hash table is and when to use one.",
+        "Write a Python class for a stack with push, pop and peek.",
+        "What does the zip function do in Python? Give an example.",
+    ],
+    "chat": [
+        "Explain why the sky is blue in simple terms.",
+        "Give me a simple recipe for a vegetable soup, with the ingredients first.",
+        "Summarize the story of Romeo and Juliet in a few sentences.",
+        "What are some tips for sleeping better at night?",
+        "How can I prepare for a job interview?",
+        "Explain how vaccines help the body fight disease.",
+        "Write a short recipe for pancakes.",
+        "I feel stressed before exams. What can I do to stay calm?",
+    ],
+}
 OVERHEAD = ("draft", "tree", "pack", "commit")
+SPECULATION = OVERHEAD + ("walk",)
 
 
-def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, cuda: bool) -> dict:
+def generated_count(session) -> int:
+    """Tokens generated so far by the session's (single) request (isolated: Session.generated may change)."""
+    return len(session.generated[0])
+
+
+def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, cuda: bool, fused: bool,
+              costs: dict) -> dict:
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
     if native:
-        s = Session(pair, prompt, backend="native", cuda_graphs=cuda, record=False, **kwargs)
+        if budget == "auto" and fused in costs:
+            kwargs["budget_costs"] = costs[fused]
+        s = Session(pair, prompt, backend="native", cuda_graphs=cuda, record=False, fused=fused, **kwargs)
         s.step()  # warm-up round; the next one captures the round's graphs
+        if budget == "auto":
+            costs.setdefault(fused, s.budget_costs)
     else:
         s = Session(pair, prompt, backend="reference", **kwargs)
     s.step()
-    start, first = len(s.generated[0]), len(s.records)
+    start, first = generated_count(s), len(s.records)
     t0 = time.perf_counter()
     gen = s.run(start + max_new, stop_on_eos=False)[0]
     wall = time.perf_counter() - t0
     records = s.records[first:]
     stage = {k: sum(r.times[k] for r in records) for k in records[0].times}
     return {"tokens": len(gen.tokens) - start, "wall": wall, "rounds": len(records), "stage": stage,
-            "accepted": sum(gen.acceptance_lengths[-len(records):])}
+            "accepted": sum(gen.acceptance_lengths[-len(records):]), "budgets": sum(r.budget for r in records)}
+
+
+def budget_arg(text: str):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a budget is an int or 'auto', got {text!r}") from None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128])
+    ap.add_argument("--budgets", type=budget_arg, nargs="+", default=[8, 16, 32, 64, 128, 256, "auto"])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
+    ap.add_argument("--prompt-set", choices=["code", "chat", "both"], default="both")
+    ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
+                    help="the fused target and drafter forwards (--no-fused: the modules' own forwards)")
+    ap.add_argument("--compare-unfused", action="store_true", help="also time every native row unfused")
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--hf-max-new", type=int, default=48)
-    ap.add_argument("--prompts", type=int, default=len(PROMPTS))
+    ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
     ap.add_argument("--skip-hf", action="store_true", help="time the native engine only")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     cuda = args.device.startswith("cuda")
     pair = load_default_pair(device=args.device)
-    prompts = PROMPTS[:args.prompts]
+    sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
+    prompts = {name: PROMPT_SETS[name][:args.prompts] for name in sets}
+    variants = [args.fused, not args.fused] if args.compare_unfused else [args.fused]
     configs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in args.budgets]
-    rows = []
-    jobs = [(t, m, b, True) for t in args.temperatures for m, b in configs]
+    jobs = [(p, t, m, b, True, f) for p in sets for f in variants for t in args.temperatures for m, b in configs]
     if not args.skip_hf:
-        jobs += [(t, m, b, False) for t in args.temperatures for m, b in [("ar", 0), ("ddtree", 32)]]
-    for temperature, method, budget, native in tqdm(jobs, desc="configurations"):
+        jobs += [(p, t, m, b, False, None) for p in sets for t in args.temperatures
+                 for m, b in [("ar", 0), ("ddtree", 32)]]
+    rows, costs = [], {}  # costs: fused -> the auto cost table measured by the first auto session
+    for prompt_set, temperature, method, budget, native, fused in tqdm(jobs, desc="configurations"):
         runs = [timed_run(pair, p, method, budget, temperature, args.max_new if native else args.hf_max_new,
-                          native, cuda) for p in prompts]
+                          native, cuda, fused, costs) for p in prompts[prompt_set]]
         tokens, wall, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "rounds"))
         stage = {k: sum(r["stage"][k] for r in runs) for k in runs[0]["stage"]}
-        rows.append({"path": "native" + ("+graphs" if cuda else "") if native else "hf", "T": temperature,
-                     "method": method, "budget": budget if method == "ddtree" else None,
+        path = ("native" + ("+graphs" if cuda else "") + ("" if fused else " unfused")) if native else "hf"
+        rows.append({"prompts": prompt_set, "path": path, "T": temperature, "method": method,
+                     "budget": budget if method == "ddtree" else None,
                      "tokens_per_s": round(tokens / wall, 1),
                      "acceptance": round(sum(r["accepted"] for r in runs) / rounds, 2),
-                     "round_ms": round(1e3 * wall / rounds, 2),
-                     "verify_ms": round(1e3 * stage["verify"] / rounds, 2),
+                     "mean_budget": round(sum(r["budgets"] for r in runs) / rounds, 1) if method == "ddtree" else None,
+                     "round_ms": round(1e3 * wall / rounds, 3),
+                     "verify_ms": round(1e3 * stage["verify"] / rounds, 3),
                      "walk_ms": round(1e3 * stage["walk"] / rounds, 3),
                      "overhead_pct": round(100 * sum(stage[k] for k in OVERHEAD) / wall, 1),
+                     "spec_pct": round(100 * sum(stage[k] for k in SPECULATION) / wall, 1),
                      "host_pct": round(100 * (wall - sum(stage.values())) / wall, 1)})
+    same = lambda a, b: all(a[k] == b[k] for k in ("prompts", "path", "T"))  # noqa: E731
     for row in rows:
-        base = next(r for r in rows if r["path"] == row["path"] and r["T"] == row["T"] and r["method"] == "ar")
-        chain = next((r for r in rows if r["path"] == row["path"] and r["T"] == row["T"] and r["method"] == "dflash"),
-                     None)
+        base = next(r for r in rows if same(r, row) and r["method"] == "ar")
+        chain = next((r for r in rows if same(r, row) and r["method"] == "dflash"), None)
         row["x_ar"] = round(row["tokens_per_s"] / base["tokens_per_s"], 2)
         row["x_dflash"] = round(row["tokens_per_s"] / chain["tokens_per_s"], 2) if chain else None
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
-            "prompts": len(prompts), "max_new": args.max_new, "hf_max_new": args.hf_max_new}
+            "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
+            "hf_max_new": args.hf_max_new,
+            "auto_costs": {("fused" if f else "unfused"): c.to_dict() for f, c in costs.items()}}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "e2e_" + args.device.split(":")[0]
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    cols = ["path", "T", "method", "budget", "tokens_per_s", "acceptance", "round_ms", "verify_ms", "walk_ms",
-            "overhead_pct",
-            "host_pct", "x_ar", "x_dflash"]
-    md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, {len(prompts)} prompts x "
-          f"{args.max_new} new tokens; hf path {args.hf_max_new})", "",
+    cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "acceptance", "mean_budget", "round_ms",
+            "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash"]
+    md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
+          + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())
+          + f", {args.max_new} new tokens each; hf path {args.hf_max_new})", "",
           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     md += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
-    best = max((r for r in rows if r["method"] == "ddtree" and r["T"] == 0 and r["path"] != "hf"),
-               key=lambda r: r["tokens_per_s"], default=None)
-    if best:
-        md += ["", f"Best DDTree budget at T=0: {best['budget']} ({best['x_ar']}x autoregressive, "
-                   f"{best['x_dflash']}x the DFlash chain, overhead {best['overhead_pct']}% of a round, "
-                   f"host gap {best['host_pct']}%)"]
+    md += ["", *summary(rows)]
+    for variant, table in meta["auto_costs"].items():
+        md.append(f"Auto cost table ({variant}): " + ", ".join(
+            f"{b}: {1e3 * s:.3f} ms" for b, s in zip(table["budgets"], table["seconds"])))
     text = "\n".join(md) + "\n"
     (args.out / f"{name}.md").write_text(text)
     print(text)
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """Per prompt set and native path: autoregressive speed, the best fixed budget and auto at each temperature."""
+    out = []
+    for key in sorted({(r["prompts"], r["path"]) for r in rows if r["path"] != "hf"}):
+        group = [r for r in rows if (r["prompts"], r["path"]) == key]
+        for t in sorted({r["T"] for r in group}):
+            at = [r for r in group if r["T"] == t]
+            ar = next(r for r in at if r["method"] == "ar")
+            fixed = [r for r in at if r["method"] == "ddtree" and r["budget"] != "auto"]
+            auto = next((r for r in at if r["budget"] == "auto"), None)
+            line = f"{key[0]} prompts, {key[1]}, T={t:g}: autoregressive {ar['tokens_per_s']} tok/s"
+            if fixed:
+                best = max(fixed, key=lambda r: r["tokens_per_s"])
+                line += (f"; best fixed DDTree budget {best['budget']}: {best['tokens_per_s']} tok/s "
+                         f"({best['x_ar']}x autoregressive, {best['x_dflash']}x the chain, speculation "
+                         f"{best['spec_pct']}% of a round)")
+            if auto:
+                line += (f"; auto: {auto['tokens_per_s']} tok/s ({auto['x_ar']}x autoregressive, {auto['x_dflash']}x "
+                         f"the chain, mean budget {auto['mean_budget']}"
+                         + (f", {auto['tokens_per_s'] / best['tokens_per_s']:.2f}x the best fixed" if fixed else "")
+                         + ")")
+            out.append(line)
+    return out
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Where a device round's time goes, on the embedded pair: per-stage CUDA-event times with graphs, and the kernels
 each stage launches (torch.profiler over one eager round). Prints a table per configuration.
 
-    python bench/profile_round.py --methods ar dflash ddtree --budget 64
+    python bench/profile_round.py --methods ar dflash ddtree --budget 64 [--no-fused]
 """
 from __future__ import annotations
 
@@ -40,14 +40,17 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=["ar", "dflash", "ddtree"])
     ap.add_argument("--budget", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
+                    help="the fused target and drafter forwards (--no-fused: the modules' own forwards)")
     args = ap.parse_args()
     pair = load_default_pair(device="cuda")
     for method in args.methods:
-        graphed = Session(pair, [PROMPT], method=method, budget=args.budget, cuda_graphs=True, record=False)
+        graphed = Session(pair, [PROMPT], method=method, budget=args.budget, cuda_graphs=True, record=False,
+                          fused=args.fused)
         for _ in range(2):
             graphed.step()
         records = [graphed.step() for _ in range(args.rounds)]
-        eager = Session(pair, [PROMPT], method=method, budget=args.budget, record=False)
+        eager = Session(pair, [PROMPT], method=method, budget=args.budget, record=False, fused=args.fused)
         eager.step()
         kernels = stage_kernels(eager)
         print(f"\n{method} (budget {args.budget if method == 'ddtree' else '-'}): per round")

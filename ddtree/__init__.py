@@ -10,6 +10,7 @@ if not torch.cuda.is_available():
 
 from ddtree.batch import (MaskCell, VerifyBatch, check_verify_batch, effective_mask, expected_mask,
                           pack_verify_batch, request_mask)
+from ddtree.budget import BudgetCosts
 from ddtree.kv import compact_kv
 from ddtree.record import RequestRound, RoundRecord, load_trace, save_trace
 from ddtree.retrieve import parents_from_retrieve, retrieve_encoding
@@ -27,7 +28,7 @@ __all__ = [
     "sampling_probs", "draw_coins",
     "compact_kv",
     "RoundRecord", "RequestRound", "save_trace", "load_trace",
-    "Settings", "Session", "Generation", "check_lossless",
+    "Settings", "Session", "Generation", "check_lossless", "BudgetCosts",
 ]
 
 _LAZY = {"Session": "ddtree.session", "Generation": "ddtree.generation", "Settings": "ddtree.settings",

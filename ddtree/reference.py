@@ -7,24 +7,56 @@ any stage fails, the verify rows are cropped from the caches and the session is 
 entries are kept in the target cache (compaction) and their target features extend the drafter's context.
 Invariant between rounds: a request's caches hold every committed token but the last (the bonus, which roots the
 next tree).
+
+budget="auto" (ddtree.budget) is chosen here too, on the host: every request's tree is built at the largest
+candidate, the budget maximising the objective over the batch is picked, and the trees are cut to it before the
+verify forwards. The cost table is measured on the first such round (one target forward of the first request per
+candidate, times the batch: this backend verifies the requests one after the other) unless the session was given one.
 """
 from __future__ import annotations
+
+import time
 
 import torch
 
 from ddtree.batch import expected_mask, pack_verify_batch
+from ddtree.budget import AutoBudget, BudgetCosts, expected_accepts
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
-from ddtree.settings import STAGES, Settings, num_draft_tokens
+from ddtree.settings import AUTO_BUDGETS, STAGES, Settings, num_draft_tokens
 
 
 class ReferenceBackend:
     name = "reference"
 
-    def __init__(self, pair, batch: int, max_len: int):
+    def __init__(self, pair, batch: int, max_len: int, *, budget_costs: BudgetCosts | None = None):
         self.pair, self.max_len = pair, max_len
         self.target_caches = [TargetCache() for _ in range(batch)]
         self.draft_caches = [pair.drafter.new_cache() if pair.drafter is not None else None for _ in range(batch)]
+        self.given_costs = budget_costs
+        self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
+        self.warm = False  # a round has run (the next one's time counts for the learnt overhead)
+
+    @property
+    def budget_costs(self) -> BudgetCosts | None:
+        """budget="auto": the cost table the rounds choose with (None before the first such round)."""
+        return None if self.auto is None else self.auto.costs
+
+    def measure_costs(self, budgets, repeats: int = 2) -> tuple[float, ...]:
+        """Seconds of one round's verify forwards at each budget: the first request's target forward over budget + 1
+        rows (a chain, cropped from its cache afterwards; the fastest of `repeats`), times the batch."""
+        cache = self.target_caches[0]
+        ctx, device, out = cache.length, self.pair.device, []
+        for budget in budgets:
+            ids = torch.zeros(budget + 1, dtype=torch.long)
+            positions = ctx + torch.arange(budget + 1)
+            seconds = {}
+            for _ in range(repeats):
+                with timed(seconds, len(seconds), device):
+                    target_forward(self.pair.target, ids, positions, None, cache, self.pair.target_layer_ids)
+                cache.crop(ctx)
+            out.append(min(seconds.values()) * len(self.target_caches))
+        return tuple(out)
 
     def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
         """Run every prompt through the target and the drafter's context -> logits  # [B, vocab] at each prompt's
@@ -45,17 +77,30 @@ class ReferenceBackend:
         if probe:
             raise ValueError("probe=True needs backend='native' (it probes the engine's attention kernel)")
         pair, batch = self.pair, len(tokens)
-        times = dict.fromkeys(STAGES, 0.0)
+        t0, times = time.perf_counter(), dict.fromkeys(STAGES, 0.0)
+        budgets, chosen = settings.budgets(batch), None
+        if settings.auto:
+            if self.auto is None:
+                self.auto = AutoBudget(self.given_costs or BudgetCosts(AUTO_BUDGETS, self.measure_costs(AUTO_BUDGETS)))
+            budgets = [max(self.auto.costs.budgets)] * batch
+        drafted = []  # per request: (draft logits, tree)
+        for b, toks in enumerate(tokens):
+            with timed(times, "draft", pair.device):
+                dlogits = None if settings.method == "ar" else draft_logits(pair, toks[-1], self.draft_caches[b])
+            with timed(times, "tree", pair.device):
+                drafted.append((dlogits, draft_tree(settings, dlogits, toks[-1], budgets[b])))  # [depth, V] -> tree
         q = num_draft_tokens(settings, pair)
-        budgets = settings.budgets(batch)
+        if settings.auto:
+            with timed(times, "tree", pair.device):
+                candidates = torch.tensor(self.auto.costs.budgets)
+                expected = sum(expected_accepts(t.node_logws[None], candidates)[0] for _, t in drafted).tolist()
+                chosen = self.auto.choose(expected, batch)
+                drafted = [(d, t.first(chosen + 1)) for d, t in drafted]
+            q = chosen + 1
         verified = []  # per request: (ctx, tree, dlogits, packed batch, logits at the nodes, features, result)
         try:
-            for b, toks in enumerate(tokens):
-                ctx, root = len(toks) - 1, toks[-1]
-                with timed(times, "draft", pair.device):
-                    dlogits = None if settings.method == "ar" else draft_logits(pair, root, self.draft_caches[b])
-                with timed(times, "tree", pair.device):
-                    tree = draft_tree(settings, dlogits, root, budgets[b])  # [depth, vocab] -> tree
+            for b, (toks, (dlogits, tree)) in enumerate(zip(tokens, drafted)):
+                ctx = len(toks) - 1
                 with timed(times, "pack", pair.device):
                     packed = pack_verify_batch([tree], [ctx], q)
                     mask = expected_mask(packed, 0)  # [q, ctx + q]
@@ -83,11 +128,18 @@ class ReferenceBackend:
             if top_k is not None:
                 requests.append(request_round(pair, settings, ctx, tree, dlogits, packed.input_ids, packed.positions,
                                               logits, result, top_k))
-        return RoundOutcome(committed=committed, times=times, rows=q, requests=requests)
+        if settings.auto:
+            accepted = sum(len(c) - 1 for c in committed)
+            self.auto.observe(expected[self.auto.costs.budgets.index(chosen)], accepted,
+                              time.perf_counter() - t0 - times["verify"] if self.warm else None)
+        self.warm = True
+        return RoundOutcome(committed=committed, times=times, rows=q, requests=requests, budget=chosen)
 
     def fork(self) -> ReferenceBackend:
         twin = object.__new__(ReferenceBackend)
         twin.pair, twin.max_len = self.pair, self.max_len
         twin.target_caches = [c.clone() for c in self.target_caches]
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
+        twin.given_costs, twin.warm = self.given_costs, self.warm
+        twin.auto = None if self.auto is None else self.auto.copy()
         return twin

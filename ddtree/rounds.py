@@ -27,6 +27,7 @@ class RoundOutcome:
     rows: int  # verify rows per request (num_draft_tokens)
     requests: list[RequestRound]  # one per request; empty when the session does not record
     kernel: KernelRead | None = None  # what the attention kernel read (native engine), and its probe
+    budget: int | None = None  # budget="auto": the budget this round chose (else the settings' max_budget)
 
 
 def draft_tree(settings: Settings, dlogits, bonus: int, budget: int) -> DraftTree:

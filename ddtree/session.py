@@ -22,6 +22,7 @@ import time
 from tqdm.auto import tqdm
 
 from ddtree._checks import check_int
+from ddtree.budget import BudgetCosts
 from ddtree.engine.backend import NativeBackend
 from ddtree.generation import Generation, eos_index, make_generation
 from ddtree.record import RoundRecord
@@ -31,27 +32,30 @@ from ddtree.settings import (BACKENDS, ContextFull, as_prompt_list, check_room, 
                              fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
 
-NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded"}
+NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded", "fused": None}
 
 
 class Session:
     """Decode prompts round by round: `.step()` -> RoundRecord (one RequestRound per request), `.run(n)` -> one
     Generation per request, `.fork(**overrides)` -> an independent copy.
 
-    Options: method ("ddtree", "dflash", "ar"), budget (an int, or one per request), verify ("greedy", "sampled"),
-    temperature, top_p, seed, chat (apply the chat template to string prompts), backend ("auto", "reference",
+    Options: method ("ddtree", "dflash", "ar"), budget (an int, one per request, or "auto": each round's DDTree budget
+    chosen from the drafter's confidence and the verify cost per budget, see ddtree.budget; budget_costs gives that
+    cost table, a BudgetCosts for this batch size, instead of measuring it on the first round), verify ("greedy",
+    "sampled"), temperature, top_p, seed, chat (apply the chat template to string prompts), backend ("auto", "reference",
     "native"), max_len (cache entries per request; default the target's context, on the native engine the longest
     prompt + 1024 capped at it), record (False keeps only tokens: records without requests, for benchmarks),
     record_top_k (draft and target top-K kept per depth / node in records). Native engine only: attention ("auto",
     "triton", "torch", "custom_mask": the serving engine's flat mask + mask_indptr), cuda_graphs (replay each round
     stage as a CUDA graph; CUDA with Triton attention), mask_layout ("padded", or "unpadded" to reproduce the
-    padding bug with attention="custom_mask").
+    padding bug with attention="custom_mask"), fused (the fused target and drafter forwards; default on CUDA, True on
+    a CPU runs their kernels in Triton's interpreter).
     """
 
     def __init__(self, pair, prompt_or_prompts, *, method: str = "ddtree", budget=32, verify: str = "greedy",
                  temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, chat: bool = True,
                  backend: str = "auto", max_len: int | None = None, record: bool = True, record_top_k: int = TOP_K,
-                 **native_options):
+                 budget_costs: BudgetCosts | None = None, **native_options):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         unknown = set(native_options) - set(NATIVE_DEFAULTS)
@@ -65,6 +69,14 @@ class Session:
         self.pair = pair
         self.settings = make_settings(pair, len(prompts), method=method, budget=budget, verify=verify,
                                       temperature=temperature, top_p=top_p)
+        if budget_costs is not None:
+            if not isinstance(budget_costs, BudgetCosts):
+                raise ValueError(f"budget_costs must be a ddtree.BudgetCosts, got {type(budget_costs).__name__}")
+            if not self.settings.auto:
+                raise ValueError("budget_costs applies to budget='auto' only")
+            if max(budget_costs.budgets) > self.settings.max_budget:
+                raise ValueError(f"budget_costs.budgets must be at most {self.settings.max_budget}, got "
+                                 f"{max(budget_costs.budgets)}")
         self.generator = new_generator(pair.device, seed)
         self.record = bool(record)
         self.record_top_k = check_int("record_top_k", record_top_k, minimum=1)
@@ -75,9 +87,10 @@ class Session:
             limit = min(limit, max(len(x) for x in ids) + 1024)
         max_len = limit
         if backend == "native":
-            self.backend = NativeBackend(pair, len(ids), max_len, **(NATIVE_DEFAULTS | native_options))
+            self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs,
+                                         **(NATIVE_DEFAULTS | native_options))
         else:
-            self.backend = ReferenceBackend(pair, len(ids), max_len)
+            self.backend = ReferenceBackend(pair, len(ids), max_len, budget_costs=budget_costs)
         self.prompt_lens = [len(x) for x in ids]
         self.records: list[RoundRecord] = []
         self.acceptance_lengths: list[list[int]] = [[] for _ in ids]  # per request, one entry per round
@@ -92,6 +105,12 @@ class Session:
     @property
     def batch_size(self) -> int:
         return len(self.tokens)
+
+    @property
+    def budget_costs(self) -> BudgetCosts | None:
+        """budget="auto": the verify cost per candidate budget the rounds choose with (measured on the first such
+        round, or given); None before."""
+        return self.backend.budget_costs
 
     @property
     def generated(self) -> list[list[int]]:
@@ -126,7 +145,8 @@ class Session:
             self.tokens[b] += committed
             self.acceptance_lengths[b].append(len(committed))
         record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify, temperature=s.temperature,
-                             top_p=s.top_p, budget=s.max_budget, num_draft_tokens=outcome.rows, times=outcome.times,
+                             top_p=s.top_p, budget=s.max_budget if outcome.budget is None else outcome.budget,
+                             num_draft_tokens=outcome.rows, times=outcome.times,
                              requests=outcome.requests, kernel=outcome.kernel)
         self.records.append(record)
         return record
@@ -164,7 +184,8 @@ class Session:
 
     def fork(self, **overrides) -> Session:
         """An independent copy of this session's state; `overrides` (method, budget, verify, temperature, top_p,
-        seed) change how the next rounds run. Without `seed` the sampler continues from the same random state."""
+        seed) change how the next rounds run. Without `seed` the sampler continues from the same random state; a
+        budget="auto" left out of the overrides is dropped for method "dflash" / "ar" (it applies to DDTree only)."""
         seed = overrides.pop("seed", None)
         twin = object.__new__(Session)
         twin.__dict__.update(self.__dict__)

@@ -16,6 +16,8 @@ VERIFY_RULES = ("greedy", "sampled")
 BACKENDS = ("auto", "reference", "native")
 STAGES = ("draft", "tree", "pack", "verify", "walk", "commit")
 MAX_BUDGET = 4096  # nodes per tree; far past where a verify forward stops paying off
+AUTO = "auto"  # budget="auto": each round's budget chosen among AUTO_BUDGETS (ddtree.budget)
+AUTO_BUDGETS = (8, 16, 32, 64, 128, 256)
 
 
 class ContextFull(ValueError):
@@ -24,10 +26,12 @@ class ContextFull(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    """How rounds run. `budget` is one int for every request, or a tuple with one budget per request (DDTree trees of
-    several sizes in one padded batch; every tree is padded to max(budget) + 1 rows)."""
+    """How rounds run. `budget` is one int for every request, a tuple with one budget per request (DDTree trees of
+    several sizes in one padded batch; every tree is padded to max(budget) + 1 rows), or "auto" (DDTree: each
+    round's budget chosen among AUTO_BUDGETS from the drafter's confidence and the measured verify cost per budget,
+    ddtree.budget)."""
     method: str = "ddtree"
-    budget: int | tuple[int, ...] = 32
+    budget: int | tuple[int, ...] | str = 32
     verify: str = "greedy"
     temperature: float = 1.0
     top_p: float = 1.0
@@ -37,7 +41,14 @@ class Settings:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.verify not in VERIFY_RULES:
             raise ValueError(f"verify must be one of {VERIFY_RULES}, got {self.verify!r}")
-        if isinstance(self.budget, (list, tuple)):
+        if isinstance(self.budget, str):
+            if self.budget != AUTO:
+                raise ValueError(f"budget must be an int, a list of ints (one per request) or 'auto', got "
+                                 f"{self.budget!r}")
+            if self.method != "ddtree":
+                raise ValueError(f"budget='auto' chooses DDTree tree sizes: it needs method='ddtree', got "
+                                 f"method={self.method!r} (give an int budget)")
+        elif isinstance(self.budget, (list, tuple)):
             if not self.budget:
                 raise ValueError("budget must be an int or a non-empty list of ints (one per request)")
             budgets = tuple(check_int("budget entry", b, minimum=1 if self.method == "ddtree" else 0)
@@ -55,12 +66,19 @@ class Settings:
         return self.verify == "sampled" and self.temperature > 0
 
     @property
+    def auto(self) -> bool:
+        return self.budget == AUTO
+
+    @property
     def max_budget(self) -> int:
+        """The largest budget a round may use (for "auto": the largest candidate, the tree every round builds)."""
+        if self.auto:
+            return max(AUTO_BUDGETS)
         return max(self.budget) if isinstance(self.budget, tuple) else self.budget
 
     def budgets(self, batch: int) -> list[int]:
-        """One budget per request."""
-        return list(self.budget) if isinstance(self.budget, tuple) else [self.budget] * batch
+        """One budget per request (for "auto": max_budget, before the round's choice)."""
+        return list(self.budget) if isinstance(self.budget, tuple) else [self.max_budget] * batch
 
 
 def make_settings(pair, batch: int, **options) -> Settings:
@@ -78,6 +96,8 @@ def fork_settings(pair, batch: int, settings: Settings, overrides: dict) -> Sett
     if unknown:
         raise ValueError(f"fork takes method, budget, verify, temperature, top_p and seed; got {sorted(unknown)}")
     merged = {k: getattr(settings, k) for k in ("method", "budget", "verify", "temperature", "top_p")}
+    if settings.auto and overrides.get("method", "ddtree") != "ddtree" and "budget" not in overrides:
+        merged["budget"] = Settings.budget  # an inherited "auto" does not apply to the chain or autoregressive
     return make_settings(pair, batch, **(merged | overrides))
 
 

@@ -63,6 +63,12 @@ class DraftTree:
         tokens[0] = check_int("token", token)
         return DraftTree(tokens, self.parents, self.depths, self.ranks, self.node_logws)
 
+    def first(self, n_nodes: int) -> DraftTree:
+        """The first `n_nodes` nodes (root included): DDTree's nodes come in pop order, so for a DDTree tree this is
+        the tree of budget n_nodes - 1."""
+        n = check_int("n_nodes", n_nodes, minimum=1)
+        return DraftTree(*(getattr(self, name)[:n] for name in _FIELDS))
+
     def to_dict(self) -> dict:
         """JSON-safe dict of plain lists."""
         return {name: getattr(self, name).tolist() for name in _FIELDS}
@@ -248,6 +254,11 @@ class TreeBatch(NamedTuple):
             tree = DraftTree(*(x[b, :n].cpu() for x in self[:5]))
             out.append(tree if roots is None else tree.with_root_token(roots[b]))
         return out
+
+    def first(self, rows: int) -> TreeBatch:
+        """The first `rows` rows of every tree (contiguous copies): DDTree's nodes come in pop order, so a tree's
+        first rows are the tree of budget rows - 1. No host synchronisation."""
+        return TreeBatch(*(x[:, :rows].contiguous() for x in self[:5]), self.n_nodes.clamp_max(rows))
 
     def truncate(self, n_nodes: torch.Tensor) -> TreeBatch:
         """Keep the first `n_nodes  # [B]` nodes of each tree (at most its own): DDTree's nodes come in pop order, so

@@ -56,8 +56,10 @@ class Explorer(widgets.VBox):
         self.temperature = widgets.FloatSlider(description="temperature", min=0.0, max=2.0, step=0.05,
                                                value=now.temperature,
                                                continuous_update=False)
-        self.budget = widgets.Dropdown(options=sorted(set(BUDGETS) | {now.budget}), value=now.budget,
-                                       description="budget", layout=widgets.Layout(width="170px"))
+        current = max(now.budget) if isinstance(now.budget, tuple) else now.budget  # one per request: the largest
+        ints = sorted(set(BUDGETS) | ({current} if isinstance(current, int) else set()))
+        self.budget = widgets.Dropdown(options=ints + ["auto"], value=current, description="budget",
+                                       layout=widgets.Layout(width="170px"))
         self.side_by_side = widgets.Checkbox(description="side by side", indent=False,
                                              tooltip="run each step also in a fork with other settings")
         self.compare = widgets.ToggleButtons(options=COMPARE, style=dict(button_width="130px"))

@@ -4,32 +4,52 @@ A round drafts, builds and packs every request's tree, runs ONE verify forward o
 num_draft_tokens rows, walks them, compacts the caches and extends the drafter's context, reading back only the
 accepted lengths and tokens. With cuda_graphs=True each stage is replayed as a CUDA graph from the second round on.
 Host copies for records are made only when the session records.
+
+budget="auto" (ddtree.budget): on the first such round the verify forward is timed at every candidate budget
+(ddtree.engine.device_round.measure_verify_costs, CUDA graphs when cuda_graphs) unless the session was given
+budget_costs; every round then runs a head (draft, tree at the largest candidate, expected acceptance per
+candidate), reads the expectations back, picks the budget and runs that budget's tail (pack, verify, walk, commit).
+With cuda_graphs the first round also captures the head and one tail per candidate (each tail's kernels run once
+first on a throwaway copy of the caches), so that no later round runs eagerly or captures: an eager round of the
+whole model costs more than a whole graphed generation of a short answer.
 """
 from __future__ import annotations
 
+import dataclasses
+import time
+from typing import NamedTuple
+
 import torch
 
+from ddtree.budget import AutoBudget, BudgetCosts
 from ddtree.engine.decoder import NativeDecoder
-from ddtree.engine.device_round import DeviceRound
+from ddtree.engine.device_round import HEAD_STAGES, TAIL_STAGES, DeviceRound, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
 from ddtree.record import KernelRead
 from ddtree.rounds import RoundOutcome, request_round
-from ddtree.settings import Settings, num_draft_tokens
+from ddtree.settings import AUTO_BUDGETS, Settings, num_draft_tokens
 from ddtree.verify import VerifyResult
 
 MASK_LAYOUTS = ("padded", "unpadded")
+
+
+class AutoRounds(NamedTuple):
+    """budget="auto" rounds under one Settings: the head and one tail per budget used so far."""
+    settings: Settings
+    head: DeviceRound
+    tails: dict  # budget -> DeviceRound
 
 
 class NativeBackend:
     name = "native"
 
     def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool = False,
-                 mask_layout: str = "padded"):
+                 mask_layout: str = "padded", fused: bool | None = None, budget_costs: BudgetCosts | None = None):
         if mask_layout not in MASK_LAYOUTS:
             raise ValueError(f"mask_layout must be one of {MASK_LAYOUTS}, got {mask_layout!r}")
         self.pair, self.max_len, self.mask_layout = pair, max_len, mask_layout
         self.decoder = NativeDecoder(pair.target, batch_size=batch, max_len=max_len,
-                                     layer_ids=pair.target_layer_ids, attention=attention)
+                                     layer_ids=pair.target_layer_ids, attention=attention, fused=fused)
         if mask_layout != "padded" and self.decoder.attention != "custom_mask":
             raise ValueError("mask_layout='unpadded' needs attention='custom_mask' (the flat serving-engine mask)")
         self.cuda_graphs = bool(cuda_graphs)
@@ -37,8 +57,16 @@ class NativeBackend:
             raise ValueError("cuda_graphs=True needs a CUDA pair with attention='triton' (or 'auto')")
         draft_attention = "triton" if self.decoder.attention == "triton" else "torch"
         self.drafter = None if pair.drafter is None else StaticDrafter(pair, batch_size=batch, max_len=max_len,
-                                                                       attention=draft_attention)
+                                                                       attention=draft_attention, fused=fused)
         self.round_state: DeviceRound | None = None  # built for the current settings on the first round
+        self.given_costs = budget_costs
+        self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
+        self.auto_rounds: AutoRounds | None = None
+
+    @property
+    def budget_costs(self) -> BudgetCosts | None:
+        """budget="auto": the cost table the rounds choose with (None before the first such round)."""
+        return None if self.auto is None else self.auto.costs
 
     def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
         """Prefill every prompt into its cache slot -> logits  # [B, vocab] at each prompt's last position."""
@@ -57,14 +85,18 @@ class NativeBackend:
     def round(self, settings: Settings, tokens: list[list[int]], coins, top_k: int | None,
               probe: bool) -> RoundOutcome:
         """One round of every request; `tokens[b]` its committed tokens, `coins  # [2, B, Q]` (sampled) or None."""
-        state = self.round_state
-        if state is None or state.settings != settings:
-            bonus = torch.tensor([t[-1] for t in tokens], device=self.pair.device)  # [B] roots of the next trees
-            state = self.round_state = DeviceRound(self.decoder, self.drafter, settings, bonus,
-                                                   num_draft_tokens(settings, self.pair), cuda_graphs=self.cuda_graphs,
-                                                   mask_layout=self.mask_layout)
         roots, ctx = [t[-1] for t in tokens], [len(t) - 1 for t in tokens]
-        readback, times = state.run(coins)
+        budget = None
+        if settings.auto:
+            state, budget, readback, times = self._auto_round(settings, roots, coins)
+        else:
+            state = self.round_state
+            if state is None or state.settings != settings:
+                bonus = torch.tensor(roots, device=self.pair.device)  # [B] roots of the next trees
+                state = self.round_state = DeviceRound(self.decoder, self.drafter, settings, bonus,
+                                                       num_draft_tokens(settings, self.pair),
+                                                       cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout)
+            readback, times = state.run(coins)
         if bool(readback.bad_logits):
             raise ValueError("the target or the drafter produced NaN or +inf logits; nothing was committed (check "
                              "the model weights and dtype)")
@@ -79,7 +111,66 @@ class NativeBackend:
         kernel = None
         if probe or state.packed.layout is not None:
             kernel = self._kernel_read(state, ctx, probe)
-        return RoundOutcome(committed=committed, times=times, rows=state.rows, requests=requests, kernel=kernel)
+        return RoundOutcome(committed=committed, times=times, rows=state.rows, requests=requests, kernel=kernel,
+                            budget=budget)
+
+    def _auto_round(self, settings: Settings, roots: list[int], coins):
+        """budget="auto": head, the choice (one small readback), the chosen budget's tail -> (tail, budget, Readback,
+        stage seconds)."""
+        if self.auto is None:
+            costs = self.given_costs or BudgetCosts(AUTO_BUDGETS, measure_verify_costs(
+                self.decoder, AUTO_BUDGETS, cuda_graphs=self.cuda_graphs))
+            self.auto = AutoBudget(costs)
+        costs, batch = self.auto.costs, len(roots)
+        rounds = self.auto_rounds
+        if rounds is None or rounds.settings != settings:
+            bonus = torch.tensor(roots, device=self.pair.device)  # [B] roots of the next trees
+            top = max(costs.budgets)
+            head = DeviceRound(self.decoder, self.drafter, dataclasses.replace(settings, budget=top), bonus, top + 1,
+                               cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout, stages=HEAD_STAGES,
+                               candidates=costs.budgets)
+            rounds = self.auto_rounds = AutoRounds(settings, head, {})
+        head = rounds.head
+        t0, warm = time.perf_counter(), head.warm
+        timers = head.launch(None)
+        if self.cuda_graphs and head.graphs is None:
+            timers = head.launch(None)  # the same draft again, now captured (the second launch captures)
+        expected = head.expected.sum(0).tolist()  # [K] summed over requests: the round's extra readback
+        budget = self.auto.choose(expected, batch)
+        if self.cuda_graphs and not rounds.tails:
+            self._capture_tails(rounds, costs.budgets)
+        tail = rounds.tails.get(budget)
+        if tail is None:
+            tail = rounds.tails[budget] = self._tail(rounds, budget)
+        warm = warm and tail.warm
+        readback, times = tail.run(None if coins is None else coins[..., :budget + 1])
+        times = head.seconds(timers) | times
+        if not bool(readback.bad_logits):
+            overhead = time.perf_counter() - t0 - times["verify"]
+            self.auto.observe(expected[costs.budgets.index(budget)], int(readback.accept_len.sum()) - batch,
+                              overhead if warm else None)
+        return tail, budget, readback, times
+
+    def _tail(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None, cuda_graphs=None):
+        head = rounds.head
+        return DeviceRound(decoder or self.decoder, drafter or self.drafter,
+                           dataclasses.replace(rounds.settings, budget=budget),
+                           head.bonus if bonus is None else bonus, budget + 1,
+                           cuda_graphs=self.cuda_graphs if cuda_graphs is None else cuda_graphs,
+                           mask_layout=self.mask_layout, stages=TAIL_STAGES, head=head)
+
+    def _capture_tails(self, rounds: AutoRounds, budgets) -> None:
+        """Every candidate's tail, captured now: first each runs once, eagerly, on copies of the caches and bonus
+        tokens (compiling its kernels for its shapes; the copies are dropped), then the real tails are captured."""
+        decoder, drafter, bonus = self.decoder.clone(), self.drafter.clone(), rounds.head.bonus.clone()
+        for budget in budgets:
+            decoder.seq_lens.copy_(self.decoder.seq_lens)  # each from the real state: room for its rows
+            self._tail(rounds, budget, decoder, drafter, bonus, cuda_graphs=False).launch(None)
+        torch.cuda.synchronize()
+        del decoder, drafter, bonus
+        for budget in budgets:
+            tail = rounds.tails[budget] = self._tail(rounds, budget)
+            tail.capture()
 
     def _kernel_read(self, state: DeviceRound, ctx: list[int], probe: bool) -> KernelRead:
         """What the attention kernel read in the round just run: the flat mask (custom_mask) and, with `probe`, the
@@ -108,4 +199,6 @@ class NativeBackend:
         twin.decoder = self.decoder.clone()
         twin.drafter = self.drafter.clone() if self.drafter is not None else None
         twin.round_state = None
+        twin.auto = None if self.auto is None else self.auto.copy()
+        twin.auto_rounds = None
         return twin

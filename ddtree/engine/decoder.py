@@ -6,6 +6,15 @@ tensor so that compaction is one launch; request b's committed prefix is [0, seq
 writes row i's K/V at seq_lens[b] + i, and `commit` moves the accepted rows to be contiguous after the prefix
 (ddtree.kernels.kv_compact on CUDA, torch elsewhere). RMSNorms run as one Triton launch each on CUDA.
 
+Two forwards with the same results (within bf16 rounding): the modules' own path (the reference, the default off
+CUDA) and the fused path (`fused`, the default on CUDA; on a CPU its kernels run in Triton's interpreter, which is
+how CI tests it). A fused layer is 9 launches: RMSNorm with the previous residual add (ddtree.kernels.rmsnorm),
+one q/k/v projection (weights concatenated once, at construction), q/k norms (Qwen3; none for Llama) + RoPE + the
+K/V cache write in one launch (ddtree.kernels.rope: RoPE at the row's position seq_len + depth, the write at its
+cache row seq_len + i), attention, o_proj, RMSNorm with the residual add, one gate/up projection, SwiGLU
+(ddtree.kernels.swiglu), down_proj. RoPE comes from cos/sin tables built once from the model's own rotary
+embedding (rope scaling included).
+
 Every forward is a tree forward: `parents  # [B, Q]` (-1 for roots and padding rows) says which rows each row sees
 (its ancestors-or-self, plus the whole prefix). A prompt prefill is the chain tree parents[i] = i - 1.
 Attention: the Triton tree kernel on CUDA (attention="triton"), a dense-mask SDPA elsewhere (attention="torch"),
@@ -26,6 +35,17 @@ ATTENTION = ("auto", "triton", "torch", "custom_mask")
 PROBE_WIDTH = 64  # key columns recovered per probe forward (the probe's head dimension)
 
 
+class FusedLayer(NamedTuple):
+    """One decoder layer's weights as the fused forward reads them (copies taken at construction)."""
+    qkv: torch.Tensor  # [(Hq + 2 Hkv) D, H] q_proj, k_proj, v_proj rows
+    qkv_bias: torch.Tensor | None  # [(Hq + 2 Hkv) D] (Qwen2) or None
+    gate_up: torch.Tensor  # [2 I, H] gate_proj, up_proj rows
+    gate_up_bias: torch.Tensor | None  # [2 I] or None
+    q_norm: torch.Tensor | None  # [D] per-head norm weights (Qwen3) or None (Llama)
+    k_norm: torch.Tensor | None
+    eps: float  # the q/k norms' epsilon
+
+
 class FlatMask(NamedTuple):
     """The serving engine's verify mask as tree_attention_custom_mask reads it (see ddtree.batch)."""
     q_lens: torch.Tensor  # [B] rows of each request the kernel attends for
@@ -43,7 +63,9 @@ class FlatMask(NamedTuple):
 
 
 class NativeDecoder:
-    def __init__(self, hf_model, *, batch_size: int, max_len: int, layer_ids=(), attention: str = "auto"):
+    def __init__(self, hf_model, *, batch_size: int, max_len: int, layer_ids=(), attention: str = "auto",
+                 fused: bool | None = None):
+        """fused: the fused forward (default: on CUDA, for targets it applies to; see fused_unsupported)."""
         config = hf_model.config.get_text_config()
         if getattr(config, "model_type", "") not in ("llama", "qwen3", "qwen2", "mistral") \
                 or "sliding_attention" in (getattr(config, "layer_types", None) or ()):
@@ -70,6 +92,15 @@ class NativeDecoder:
                               dtype=self.dtype, device=self.device)  # K of every layer, then V: one compaction
         self.k, self.v = self._views()
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
+        self.offsets = torch.arange(self.max_len, device=self.device)  # row i of a forward writes seq_len + i
+        why_not = fused_unsupported(hf_model)
+        if fused and why_not:
+            raise ValueError(f"fused=True is not available for this target: {why_not}")
+        self.fused = (self.device.type == "cuda" and not why_not) if fused is None else bool(fused)
+        if self.fused:
+            with torch.no_grad():
+                self.fused_layers = [_fused_layer(layer) for layer in self.model.layers]
+                self.cos, self.sin = rope_tables(self.model.rotary_emb, self.max_len, self.dtype, self.device)
 
     @torch.no_grad()
     def forward(self, input_ids, positions, parents, request: int | None = None):
@@ -107,6 +138,8 @@ class NativeDecoder:
     def forward_visible(self, input_ids, positions, visible, slots=slice(None)):
         """forward() with the visibility already built (see visibility); no checks, and with Triton attention no
         host synchronisation, so it can be captured in a CUDA graph."""
+        if self.fused:
+            return self._forward_fused(input_ids, positions, visible, slots)
         rows = input_ids.shape[1]
         seq_lens = self.seq_lens[slots]  # [b]
         write_at = seq_lens[:, None] + torch.arange(rows, device=self.device)  # [b, Q]
@@ -120,6 +153,36 @@ class NativeDecoder:
             hidden = hidden + layer.mlp(rms_norm(layer.post_attention_layernorm, hidden))
             outputs[i] = hidden
         out = rms_norm(self.model.norm, hidden)
+        outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
+        feats = [outputs[i] for i in self.layer_ids]
+        feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
+        return self.lm_head(out).float(), feats
+
+    def _forward_fused(self, input_ids, positions, visible, slots):
+        """forward_visible through the fused kernels (module docstring): same outputs within rounding."""
+        from ddtree.kernels.rope import norm_rope_cache
+        from ddtree.kernels.swiglu import silu_mul
+        batch, rows = input_ids.shape
+        seq_lens = self.seq_lens[slots]  # [b]
+        write_at = (seq_lens[:, None] + self.offsets[:rows]).flatten()  # [b*Q] cache row of each input row
+        lens = seq_lens.to(torch.int32) if self.attention == "triton" else seq_lens  # converted once, not per layer
+        hidden = self.model.embed_tokens(input_ids)  # [b, Q, H]
+        outputs, delta = {}, None  # delta: the MLP output that the next norm adds to the residual stream
+        for i, (layer, w) in enumerate(zip(self.model.layers, self.fused_layers)):
+            if delta is None:
+                x = rms_norm(layer.input_layernorm, hidden)
+            else:
+                x, hidden = rms_norm(layer.input_layernorm, delta, residual=hidden)
+                outputs[i - 1] = hidden  # layer i - 1's output
+            k_cache, v_cache = self.k[i][slots], self.v[i][slots]
+            q = norm_rope_cache(F.linear(x.flatten(0, 1), w.qkv, w.qkv_bias), w.q_norm, w.k_norm, w.eps, self.cos,
+                                self.sin, positions.flatten(), k_cache, v_cache, rows, write_at)  # [b*Q, Hq, D]
+            out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, lens, visible)
+            x, hidden = rms_norm(layer.post_attention_layernorm,
+                                 layer.self_attn.o_proj(out.reshape(batch, rows, -1)), residual=hidden)
+            delta = layer.mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), w.gate_up, w.gate_up_bias)))
+            delta = delta.view_as(hidden)
+        out = rms_norm(self.model.norm, delta, residual=hidden)[0]
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
         feats = [outputs[i] for i in self.layer_ids]
         feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
@@ -227,6 +290,37 @@ def rms_norm(module, x, residual=None):
     from ddtree.kernels.rmsnorm import rms_norm as kernel
     eps = module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps
     return kernel(x, module.weight, eps, residual)
+
+
+def fused_unsupported(hf_model) -> str:
+    """Why the fused forward cannot run this target ("" when it can): it needs a SwiGLU MLP and RoPE values that
+    do not depend on the sequence length (dynamic / longrope scaling recompute them per forward)."""
+    config = hf_model.config.get_text_config()
+    if getattr(config, "hidden_act", "silu") not in ("silu", "swish"):
+        return f"its MLP activation is {config.hidden_act!r}, the fused kernel computes SiLU"
+    rope_type = str(getattr(hf_model.model.rotary_emb, "rope_type", "default"))
+    if "dynamic" in rope_type or rope_type == "longrope":
+        return f"its RoPE type {rope_type!r} changes with the sequence length"
+    return ""
+
+
+def rope_tables(rotary_emb, length: int, dtype, device):
+    """cos, sin  # [length, D] in `dtype`: the model's own rotary embedding at positions 0..length-1, so a row at
+    position p gets exactly the values HF computes for p (rope scaling and attention scaling included)."""
+    positions = torch.arange(length, device=device)[None]
+    cos, sin = rotary_emb(torch.zeros(1, dtype=dtype, device=device), positions)  # [1, length, D]
+    return cos[0].contiguous(), sin[0].contiguous()
+
+
+def _fused_layer(layer) -> FusedLayer:
+    attn, mlp = layer.self_attn, layer.mlp
+    cat = lambda *mods: torch.cat([m.weight for m in mods])  # noqa: E731
+    bias = lambda *mods: None if mods[0].bias is None else torch.cat([m.bias for m in mods])  # noqa: E731
+    q_norm, k_norm = getattr(attn, "q_norm", None), getattr(attn, "k_norm", None)
+    eps = 0.0 if k_norm is None else getattr(k_norm, "variance_epsilon", getattr(k_norm, "eps", None))
+    return FusedLayer(cat(attn.q_proj, attn.k_proj, attn.v_proj), bias(attn.q_proj, attn.k_proj, attn.v_proj),
+                      cat(mlp.gate_proj, mlp.up_proj), bias(mlp.gate_proj, mlp.up_proj),
+                      None if q_norm is None else q_norm.weight, None if k_norm is None else k_norm.weight, eps)
 
 
 def _rope(x, cos, sin):

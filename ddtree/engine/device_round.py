@@ -16,6 +16,11 @@ Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits f
   walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) with the coins the session drew
   commit  the accepted nodes' features extend the drafter's context, the target's KV cache is compacted
           (ddtree.kernels.kv_compact) and the new bonus tokens root the next round
+
+budget="auto" splits a round in two (ddtree.engine.backend): a head DeviceRound runs draft and tree at the largest
+candidate budget and the expected acceptance per candidate (ddtree.budget.expected_accepts); the host reads that
+([B, K] floats: the round's one extra synchronisation) and picks the budget; the tail DeviceRound of that budget
+(one per budget, each with its own graphs) cuts the head's trees to its rows and runs pack, verify, walk, commit.
 """
 from __future__ import annotations
 
@@ -25,8 +30,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
+from tqdm.auto import tqdm
 
 from ddtree.batch import pack_verify_batch
+from ddtree.budget import expected_accepts
 from ddtree.engine.decoder import FlatMask
 from ddtree.kernels.tree_build import select_trees
 from ddtree.kernels.tree_pack import tree_structure
@@ -82,14 +89,24 @@ class Readback:
         return host
 
 
+HEAD_STAGES, TAIL_STAGES = STAGES[:2], STAGES[2:]  # budget="auto": (draft, tree) then (pack, verify, walk, commit)
+
+
 class DeviceRound:
     """Rounds of one batch under fixed settings. `rows` = Q verify rows per request; `budgets  # [B]` DDTree budget
     per request; `mask_layout` how attention="custom_mask" packs the flat mask ("unpadded" reproduces the bug).
-    `run(coins)` -> (Readback on the host, stage seconds); the stage values of the last run stay readable."""
+    `run(coins)` -> (Readback on the host, stage seconds); the stage values of the last run stay readable.
+
+    budget="auto" (module docstring): a head has stages=HEAD_STAGES and `candidates` (the budgets whose expected
+    acceptance its tree stage computes, `expected  # [B, K]`); a tail has stages=TAIL_STAGES and `head` (the round
+    whose dlogits and trees, cut to its rows, it packs and verifies)."""
 
     def __init__(self, decoder, drafter, settings: Settings, bonus, rows: int, *, cuda_graphs: bool,
-                 mask_layout: str = "padded"):
+                 mask_layout: str = "padded", stages=STAGES, head: DeviceRound | None = None, candidates=None):
         self.decoder, self.drafter, self.settings = decoder, drafter, settings
+        self.stages, self.head = tuple(stages), head
+        self.candidates = None if candidates is None else torch.tensor(candidates, device=bonus.device)  # [K]
+        self.expected: torch.Tensor | None = None  # [B, K] float64 (a head)
         self.bonus = bonus  # [B] long, updated in place by the commit stage
         self.rows, self.mask_layout = rows, mask_layout
         batch, device = bonus.shape[0], bonus.device
@@ -121,6 +138,8 @@ class DeviceRound:
         if s.method == "ddtree":
             trees = select_trees(logq, s.max_budget)
             self.trees = trees if not isinstance(s.budget, tuple) else trees.truncate(self.budgets + 1)
+            if self.candidates is not None:
+                self.expected = expected_accepts(self.trees.node_logws, self.candidates)
             return
         best, chain = logq.max(-1)  # the DFlash chain: the best token at every depth (first maximum on ties)
         depth = chain.shape[1]
@@ -132,6 +151,8 @@ class DeviceRound:
             torch.full((batch,), depth + 1, dtype=torch.long, device=device))
 
     def pack(self):
+        if self.head is not None:  # a tail: the head's round, its trees cut to this round's rows (in the graph)
+            self.dlogits, self.trees = self.head.dlogits, self.head.trees.first(self.rows)
         trees, seq_lens = self.trees, self.decoder.seq_lens
         ids = torch.where(trees.tokens >= 0, trees.tokens, self.bonus[:, None])  # [B, Q]; root = bonus
         positions = seq_lens[:, None] + trees.depths.clamp_min(0)  # padding rows at the root's position
@@ -187,24 +208,23 @@ class DeviceRound:
         stage on the CPU."""
         if coins is not None:
             self.coins.copy_(coins)
-        stages = [None if name == "draft" and self.settings.method == "ar" else getattr(self, name)
-                  for name in STAGES]  # autoregressive rounds draft nothing
+        self.runs += 1
+        stages = self._stage_functions()
         if self.bonus.device.type != "cuda":
             times = {}
-            for name, stage in zip(STAGES, stages):
+            for name, stage in zip(self.stages, stages):
                 t0 = time.perf_counter()
                 if stage is not None:
                     stage()
                 times[name] = time.perf_counter() - t0
             return times
-        if self.cuda_graphs and self.runs >= 1 and self.graphs is None:
-            self.graphs = _capture(stages)
-        self.runs += 1
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(STAGES) + 1)]
+        if self.cuda_graphs and self.runs >= 2 and self.graphs is None:
+            self.graphs = _capture(self.stages, stages)
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.stages) + 1)]
         side = torch.cuda.Stream() if self.cuda_graphs and self.graphs is None else None  # warm-up off the default
         with torch.cuda.stream(side) if side is not None else nullcontext():
             events[0].record()
-            for i, (name, stage) in enumerate(zip(STAGES, stages)):
+            for i, (name, stage) in enumerate(zip(self.stages, stages)):
                 if stage is not None and self.graphs:
                     self.graphs[name].replay()
                 elif stage is not None:
@@ -215,19 +235,38 @@ class DeviceRound:
             torch.cuda.current_stream().wait_stream(side)
         return events
 
+    def _stage_functions(self) -> list:
+        """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing)."""
+        return [None if name == "draft" and self.settings.method == "ar" else getattr(self, name)
+                for name in self.stages]
+
+    def capture(self) -> None:
+        """Capture the stages as CUDA graphs now, without running them: their kernels must have run before with
+        these shapes (ddtree.engine.backend runs every budget="auto" tail once on a throwaway copy of the caches)."""
+        self.graphs = _capture(self.stages, self._stage_functions())
+
+    @property
+    def warm(self) -> bool:
+        """Whether the next launch runs at full speed: graphs captured (cuda_graphs), else one run done."""
+        return self.graphs is not None if self.cuda_graphs else self.runs >= 1
+
     def run(self, coins: torch.Tensor | None = None) -> tuple[Readback, dict[str, float]]:
         """One round -> (Readback on the host, seconds per stage); the only host synchronisation is the readback's."""
         timers = self.launch(coins)
         readback = self.readback.to_host()
+        return readback, self.seconds(timers)
+
+    def seconds(self, timers) -> dict[str, float]:
+        """Seconds per stage from launch()'s timers (CUDA events: once they have completed)."""
         if isinstance(timers, dict):
-            return readback, timers
-        return readback, {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(STAGES)}
+            return timers
+        return {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(self.stages)}
 
 
-def _capture(stages) -> dict:
+def _capture(names, stages) -> dict:
     """One CUDA graph per stage, sharing a memory pool, captured in round order (nothing runs during capture)."""
     graphs, pool = {}, None
-    for name, stage in zip(STAGES, stages):
+    for name, stage in zip(names, stages):
         if stage is None:
             continue
         graph = torch.cuda.CUDAGraph()
@@ -235,3 +274,48 @@ def _capture(stages) -> dict:
             stage()
         graphs[name], pool = graph, graph.pool()
     return graphs
+
+
+def measure_verify_costs(decoder, budgets, *, cuda_graphs: bool, repeats: int = 10) -> tuple[float, ...]:
+    """Seconds of one verify forward of the whole batch at budget + 1 rows per request, for each budget: replays of a
+    CUDA graph (cuda_graphs), else eager forwards; CUDA events on a GPU, the wall clock elsewhere. The forwards
+    write scratch K/V past every request's committed prefix, as a round's verify does, and commit nothing."""
+    out = []
+    for budget in tqdm(budgets, desc="verify cost per budget", leave=False):
+        rows = budget + 1
+        seq_lens, offsets = decoder.seq_lens, decoder.offsets[:rows]
+        ids = torch.zeros(len(seq_lens), rows, dtype=torch.long, device=decoder.device)  # [B, Q] a chain
+        positions = seq_lens[:, None] + offsets
+        visible = decoder.visibility((offsets - 1).expand(len(seq_lens), -1), seq_lens)
+        out.append(_seconds_per_call(lambda: decoder.forward_visible(ids, positions, visible), cuda_graphs, repeats,
+                                     decoder.device))
+    return tuple(out)
+
+
+def _seconds_per_call(fn, cuda_graphs: bool, repeats: int, device) -> float:
+    if device.type != "cuda":
+        fn()  # warm-up
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        return (time.perf_counter() - t0) / repeats
+    side = torch.cuda.Stream()  # warm-up off the default stream, as before a capture
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    call = fn
+    if cuda_graphs:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        call = graph.replay
+    call()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / repeats

@@ -1,0 +1,116 @@
+"""budget="auto": each round's DDTree budget chosen from the drafter's confidence and the verify cost per budget.
+
+One round builds the tree at the largest candidate budget; DDTree's nodes come in pop order (decreasing path
+score), so the tree of budget n is its first n nodes. Under the draft model the expected number of accepted draft
+tokens of that tree is E[n] = sum of exp(node log-weight) over its first n nodes (each node is accepted exactly when
+its whole path is). A round at budget n commits E[n] + 1 tokens per request in expectation (the bonus token) and
+costs cost(n) + overhead seconds, so the round's budget is
+
+    argmax over candidates n of  (scale * sum_b E_b[n] + B) / (cost(n) + overhead)
+
+one budget for the whole batch (every tree is padded to the same rows anyway). cost(n) is measured on the device at
+the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead (draft, tree, walk,
+commit, host) is given or learnt from the rounds (the median of recent rounds' time outside the verify forward);
+scale calibrates the draft model's expectation against the acceptance seen so far (decayed sums, starting at 1).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+import torch
+
+from ddtree._checks import check_int
+
+DECAY = 0.9  # per round, for the calibration sums (about the last ten rounds count)
+PRIOR = 4.0  # pseudo-tokens on both sides of the calibration, so that it starts at 1 and moves smoothly
+OVERHEAD_SAMPLES = 16  # recent rounds whose overhead enters the median
+
+
+@dataclass(frozen=True)
+class BudgetCosts:
+    """The verify cost per candidate budget: `seconds[i]` for one round's verify forward of the whole batch at
+    budgets[i] + 1 rows per request; `overhead` the seconds of a round that do not depend on the budget, or None to
+    learn them from the rounds."""
+    budgets: tuple[int, ...]
+    seconds: tuple[float, ...]
+    overhead: float | None = None
+
+    def __post_init__(self):
+        budgets = tuple(check_int("budget_costs.budgets entry", b, minimum=1) for b in self.budgets)
+        if not budgets or list(budgets) != sorted(set(budgets)):
+            raise ValueError(f"budget_costs.budgets must be distinct increasing budgets, got {self.budgets!r}")
+        seconds = tuple(_seconds("budget_costs.seconds entry", s) for s in self.seconds)
+        if len(seconds) != len(budgets) or not all(s > 0 for s in seconds):
+            raise ValueError(f"budget_costs.seconds must hold one positive time per budget ({len(budgets)}), got "
+                             f"{self.seconds!r}")
+        object.__setattr__(self, "budgets", budgets)
+        object.__setattr__(self, "seconds", seconds)
+        if self.overhead is not None:
+            object.__setattr__(self, "overhead", _seconds("budget_costs.overhead", self.overhead))
+
+    def to_dict(self) -> dict:
+        return {"budgets": list(self.budgets), "seconds": list(self.seconds), "overhead": self.overhead}
+
+
+def _seconds(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
+    """`node_logws  # [B, Q]` float64 trees in pop order (root first, padding -inf), `budgets  # [K]` long on their
+    device -> E  # [B, K]: the expected accepted draft tokens of each tree's first budgets[k] nodes under the draft
+    model. No host synchronisation (CUDA-graph capturable)."""
+    mass = torch.exp(node_logws[:, 1:]).cumsum(1)  # [B, Q - 1]: E of the first 1, 2, ... nodes
+    return mass[:, budgets.clamp_max(mass.shape[1]) - 1]
+
+
+def objective(expected, requests: int, costs: BudgetCosts, overhead: float, scale: float) -> list[float]:
+    """Expected committed tokens per second at each candidate budget; `expected  # [K]` summed over requests."""
+    return [(scale * float(e) + requests) / (c + overhead) for e, c in zip(expected, costs.seconds)]
+
+
+def choose_budget(expected, requests: int, costs: BudgetCosts, overhead: float, scale: float = 1.0) -> int:
+    """The candidate budget maximising the objective (the smallest among equals)."""
+    if len(expected) != len(costs.budgets):
+        raise ValueError(f"expected must hold one value per candidate budget ({len(costs.budgets)}), got "
+                         f"{len(expected)}")
+    rate = objective(expected, requests, costs, overhead, scale)
+    return costs.budgets[max(range(len(rate)), key=lambda k: (rate[k], -k))]
+
+
+@dataclass
+class AutoBudget:
+    """The per-round choice of one session: the cost table, the calibration and the learnt overhead."""
+    costs: BudgetCosts
+    accepted: float = 0.0  # decayed sum of accepted draft tokens
+    predicted: float = 0.0  # decayed sum of their expectation under the draft model
+    overheads: list[float] = field(default_factory=list)  # recent rounds' seconds outside the verify forward
+
+    @property
+    def scale(self) -> float:
+        return (self.accepted + PRIOR) / (self.predicted + PRIOR)
+
+    @property
+    def overhead(self) -> float:
+        """Given, else the median of recent rounds, else (no round seen yet) the smallest budget's verify time."""
+        if self.costs.overhead is not None:
+            return self.costs.overhead
+        return statistics.median(self.overheads) if self.overheads else self.costs.seconds[0]
+
+    def choose(self, expected, requests: int) -> int:
+        return choose_budget(expected, requests, self.costs, self.overhead, self.scale)
+
+    def observe(self, predicted: float, accepted: int, overhead: float | None) -> None:
+        """After a round: its expected and actual accepted draft tokens (all requests), and its seconds outside the
+        verify forward (None when the round was not a steady one, e.g. a warm-up or graph-capture round)."""
+        self.predicted = DECAY * self.predicted + predicted
+        self.accepted = DECAY * self.accepted + accepted
+        if overhead is not None and self.costs.overhead is None:
+            self.overheads = (self.overheads + [overhead])[-OVERHEAD_SAMPLES:]
+
+    def copy(self) -> AutoBudget:
+        return AutoBudget(self.costs, self.accepted, self.predicted, list(self.overheads))

@@ -1,0 +1,212 @@
+"""budget="auto" (ddtree.budget): the expected acceptance of DDTree's best n-node tree, the per-round choice against a
+cost table, both backends choosing alike, the measured cost table, and bad input."""
+import math
+
+import pytest
+import torch
+
+import ddtree
+from ddtree import BudgetCosts, Session
+from ddtree.budget import AutoBudget, choose_budget, expected_accepts, objective
+from ddtree.engine import NativeDecoder
+from ddtree.engine.device_round import measure_verify_costs
+from ddtree.models import tiny_random_pair
+from ddtree.settings import AUTO_BUDGETS
+
+PROMPTS = ["first prompt", "a second, longer prompt here"]
+SMALL = (2, 4, 8)  # candidates for sessions on the CPU (the engine's default set goes to 256 nodes)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_random_pair(1)
+
+
+@pytest.fixture(scope="module")
+def confident_pair():
+    """A drafter whose confidence changes from round to round (a random drafter's logits scaled up), so that the
+    auto choice changes too."""
+    pair = tiny_random_pair(1)
+    with torch.no_grad():
+        pair.drafter.norm.weight.mul_(30)
+    return pair
+
+
+def test_expected_accepts_is_the_path_probability_mass_of_the_first_nodes():
+    g = torch.Generator().manual_seed(0)
+    dlogits = torch.randn(4, 6, generator=g) * 2  # [depth, vocab]
+    tree = ddtree.build_tree(dlogits, 40)
+    q = torch.softmax(dlogits.double(), -1)
+    path_prob = [math.prod(float(q[tree.depths[j] - 1, tree.tokens[j]]) for j in tree.path(i)[1:])
+                 for i in range(tree.n_nodes)]  # product of draft probabilities along each node's path
+    budgets = [1, 5, 17, 40, 90]  # 90 > the tree: its whole mass
+    got = expected_accepts(torch.cat([tree.node_logws, torch.full((60,), -math.inf, dtype=torch.float64)])[None],
+                           torch.tensor(budgets))[0]
+    want = [sum(path_prob[1:n + 1]) for n in budgets]
+    torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64))
+    assert got.diff().ge(0).all()
+
+
+def test_expected_accepts_is_the_mean_acceptance_when_the_target_samples_the_draft():
+    """Under the draft model (each depth's token drawn from q_d), the tree of budget n accepts E[n] draft tokens on
+    average: a Monte-Carlo check, with a negative control (a tree with other nodes has another mean)."""
+    g = torch.Generator().manual_seed(1)
+    dlogits = torch.randn(3, 5, generator=g) * 1.5
+    tree = ddtree.build_tree(dlogits, 8)
+    q = torch.softmax(dlogits.double(), -1)
+    draws = torch.stack([torch.multinomial(q[d], 20000, replacement=True, generator=g) for d in range(3)], 1)
+    paths = {}
+    for i in range(1, tree.n_nodes):
+        paths[tuple(int(tree.tokens[j]) for j in tree.path(i)[1:])] = i
+
+    def mean_accepted(nodes: set) -> tuple[float, float]:
+        lengths = []
+        for row in draws.tolist():
+            k = 0
+            while k < 3 and paths.get(tuple(row[:k + 1])) in nodes:
+                k += 1
+            lengths.append(k)
+        x = torch.tensor(lengths, dtype=torch.float64)
+        return float(x.mean()), float(x.std() / math.sqrt(len(x)))
+
+    expected = float(expected_accepts(tree.node_logws[None], torch.tensor([8]))[0, 0])
+    mean, se = mean_accepted(set(range(1, 9)))
+    assert abs(mean - expected) < 4 * se
+    mean, se = mean_accepted(set(range(1, 6)))  # the budget-5 tree: a lower mean, far outside the band
+    assert abs(mean - expected) > 10 * se
+
+
+def test_choose_budget_maximises_tokens_per_second():
+    g = torch.Generator().manual_seed(2)
+    for _ in range(200):
+        k = int(torch.randint(1, 7, (1,), generator=g))
+        budgets = tuple(sorted(set((torch.randperm(300, generator=g)[:k] + 1).tolist())))
+        seconds = tuple((torch.rand(len(budgets), generator=g) + 0.01).tolist())
+        costs = BudgetCosts(budgets, seconds)
+        expected = (torch.rand(len(budgets), generator=g) * 8).tolist()
+        requests, overhead, scale = int(torch.randint(1, 5, (1,), generator=g)), float(torch.rand(1, generator=g)), \
+            float(torch.rand(1, generator=g) * 2)
+        rate = [(scale * e + requests) / (c + overhead) for e, c in zip(expected, seconds)]
+        got = choose_budget(expected, requests, costs, overhead, scale)
+        assert rate[budgets.index(got)] == max(rate)
+        assert objective(expected, requests, costs, overhead, scale) == rate
+    # the bonus token and the overhead count: accepted-per-verify-second alone would pick the other budget
+    costs = BudgetCosts((8, 64), (1.0, 3.0))
+    assert choose_budget([1.0, 2.5], 1, costs, overhead=0.0) == 8  # 2/1 vs 3.5/3
+    assert choose_budget([1.0, 2.5], 1, costs, overhead=5.0) == 64  # 2/6 vs 3.5/8
+    assert choose_budget([2.0, 2.0], 1, BudgetCosts((8, 64), (1.0, 1.0)), 0.0) == 8  # ties: the smaller
+
+
+def test_auto_budget_learns_the_overhead_and_calibrates_the_drafter():
+    auto = AutoBudget(BudgetCosts((8, 64), (1e-3, 2e-3)))
+    assert auto.scale == 1.0 and auto.overhead == 1e-3  # no round seen: the smallest verify time
+    for overhead in (5e-4, 9e-4, None, 7e-4):
+        auto.observe(predicted=4.0, accepted=2, overhead=overhead)
+    assert auto.overhead == 7e-4  # the median of the steady rounds
+    assert auto.scale < 1.0  # the drafter promised more than the target accepted
+    twin = auto.copy()
+    twin.observe(predicted=0.0, accepted=30, overhead=1.0)
+    assert twin.scale > 1.0 and auto.overhead == 7e-4  # copies are independent
+    assert AutoBudget(BudgetCosts((8,), (1.0,), overhead=0.25)).overhead == 0.25
+
+
+@pytest.mark.parametrize("verify", ["greedy", "sampled"])
+def test_auto_sessions_choose_alike_on_both_backends(confident_pair, verify):
+    """With a given cost table both backends choose the same budget every round (and so decode the same tokens);
+    greedy auto decoding gives the autoregressive tokens."""
+    pair = confident_pair
+    costs = BudgetCosts(SMALL, (1e-3, 1.2e-3, 1.6e-3), overhead=1e-3)
+    kwargs = dict(budget="auto", budget_costs=costs, verify=verify, temperature=0.9, seed=3)
+    native = Session(pair, PROMPTS, backend="native", **kwargs)
+    ref = Session(pair, PROMPTS, backend="reference", **kwargs)
+    got = [g.tokens for g in native.run(16, stop_on_eos=False)]
+    assert got == [g.tokens for g in ref.run(16, stop_on_eos=False)]
+    assert [r.budget for r in native.records] == [r.budget for r in ref.records]
+    assert len({r.budget for r in native.records}) > 1  # the choice changes with the drafter's confidence
+    for rec in native.records:
+        assert rec.budget in SMALL and rec.num_draft_tokens == rec.budget + 1
+        assert all(req.tree.n_nodes <= rec.budget + 1 for req in rec.requests)
+    assert native.budget_costs == ref.budget_costs == costs
+    if verify == "greedy":
+        assert got == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(16, stop_on_eos=False)]
+
+
+def test_auto_follows_the_costs(pair):
+    """Flat costs: the largest candidate every round; costs growing faster than any tree's expectation: the
+    smallest."""
+    flat = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
+    steep = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1e3, 1e6)),
+                    backend="native")
+    for _ in range(3):
+        assert flat.step().budget == 8 and steep.step().budget == 2
+
+
+def test_measured_cost_tables(pair):
+    """The native engine times its verify forward per candidate without committing anything; the reference
+    backend times its target forwards; a session measures on its first auto round."""
+    dec = NativeDecoder(pair.target, batch_size=2, max_len=64)
+    for b, n in enumerate((5, 9)):
+        pos = torch.arange(n)
+        dec.forward(torch.arange(3, 3 + n)[None], pos[None], (pos - 1)[None], request=b)
+        dec.commit(pos[None], torch.tensor([n]), request=b)
+    before = dec.kv.clone()
+    seconds = measure_verify_costs(dec, (2, 9), cuda_graphs=False, repeats=2)
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+    assert dec.seq_lens.tolist() == [5, 9]
+    for b, n in enumerate((5, 9)):
+        assert torch.equal(dec.kv[b, :, :, :n], before[b, :, :, :n])  # committed prefixes untouched
+    s = Session(pair, PROMPTS, budget="auto", backend="reference")
+    assert s.budget_costs is None
+    s.step()
+    assert s.budget_costs.budgets == AUTO_BUDGETS and all(x > 0 for x in s.budget_costs.seconds)
+    assert s.records[0].budget in AUTO_BUDGETS
+
+
+def test_auto_fork_and_bad_input(pair):
+    s = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
+    s.step()
+    chain = s.fork(method="dflash")  # an inherited "auto" does not apply to the chain
+    assert chain.settings.method == "dflash" and chain.step().method == "dflash"
+    assert s.fork().step().budget == 8 and s.step().budget == 8
+    with pytest.raises(ValueError, match="needs method='ddtree'"):
+        s.fork(method="ar", budget="auto")
+    with pytest.raises(ValueError, match="needs method='ddtree'"):
+        Session(pair, "x", method="dflash", budget="auto")
+    with pytest.raises(ValueError, match="or 'auto', got 'best'"):
+        Session(pair, "x", budget="best")
+    with pytest.raises(ValueError, match="budget_costs applies to budget='auto'"):
+        Session(pair, "x", budget=8, budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)))
+    with pytest.raises(ValueError, match="budget_costs must be a ddtree.BudgetCosts"):
+        Session(pair, "x", budget="auto", budget_costs={8: 1.0})
+    with pytest.raises(ValueError, match="at most 256"):
+        Session(pair, "x", budget="auto", budget_costs=BudgetCosts((8, 512), (1.0, 2.0)))
+    with pytest.raises(ValueError, match="distinct increasing"):
+        BudgetCosts((16, 8), (1.0, 1.0))
+    with pytest.raises(ValueError, match="one positive time per budget"):
+        BudgetCosts((8, 16), (1.0,))
+    with pytest.raises(ValueError, match="one positive time per budget"):
+        BudgetCosts((8, 16), (1.0, 0.0))
+    with pytest.raises(ValueError, match="overhead"):
+        BudgetCosts((8,), (1.0,), overhead=-1.0)
+    with pytest.raises(ValueError, match="one value per candidate"):
+        choose_budget([1.0], 1, BudgetCosts(SMALL, (1.0, 1.0, 1.0)), 0.0)
+
+
+@pytest.mark.gpu
+def test_auto_with_cuda_graphs_matches_eager_on_gpu():
+    """Head and per-budget tail graphs (captured on a budget's second use) replay the eager rounds: same budgets,
+    same tokens; and the cost table measured from graph replays."""
+    pair = tiny_random_pair(3, device="cuda")
+    with torch.no_grad():
+        pair.drafter.norm.weight.mul_(30)  # a confidence that changes from round to round (see confident_pair)
+    costs = BudgetCosts((4, 8, 16, 32), (1e-3, 1.1e-3, 1.3e-3, 1.8e-3), overhead=5e-4)
+    eager = Session(pair, PROMPTS, budget="auto", budget_costs=costs)
+    graphed = Session(pair, PROMPTS, budget="auto", budget_costs=costs, cuda_graphs=True, record=False)
+    want = [g.tokens for g in eager.run(48, stop_on_eos=False)]
+    assert [g.tokens for g in graphed.run(48, stop_on_eos=False)] == want
+    assert [r.budget for r in graphed.records] == [r.budget for r in eager.records]
+    assert len({r.budget for r in eager.records}) > 1
+    assert want == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(48, stop_on_eos=False)]
+    measured = Session(pair, PROMPTS, budget="auto", cuda_graphs=True, record=False)
+    measured.run(16, stop_on_eos=False)
+    assert measured.budget_costs.budgets == AUTO_BUDGETS and measured.backend.auto.overheads
