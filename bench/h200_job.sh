@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The H200 runs behind bench/results/*_h200* and e2e_cuda*, from the repository root on the lent GPU machine, after
+# the landing calls (see bench/h200_setup.sh). Usage: bash bench/h200_job.sh STEP... with steps
+#   tests           every gpu-marked test                                  -> $OUT/gpu_tests.log
+#   e2e             bench_e2e.py: both prompt sets, budgets 8-256 + auto  -> $OUT/e2e_cuda.{md,json}
+#   unfused         fused vs unfused target forward, T=0                  -> $OUT/fused_vs_unfused/
+#   profile         per-stage graphed times and launches, budget 128      -> $OUT/profile_round.txt
+#   notebooks       every notebook but 05 (SGLang's wheel is cp311 only)  -> $OUT/notebooks_h200.md
+#   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
+set -uo pipefail
+source bench/h200_setup.sh
+for step in "$@"; do
+  case $step in
+    tests) timeout 300 python3 -P -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -15 ;;
+    e2e) timeout 420 python3 -P bench/bench_e2e.py --skip-hf --out "$OUT" 2>&1 | tail -45 ;;
+    unfused) timeout 240 python3 -P bench/bench_e2e.py --skip-hf --compare-unfused --budgets 32 128 auto \
+               --temperatures 0 --out "$OUT/fused_vs_unfused" 2>&1 | tail -25 ;;
+    profile) timeout 200 python3 -P bench/profile_round.py --methods ar dflash ddtree --budget 128 2>&1 \
+               | tee "$OUT/profile_round.txt" | tail -30 ;;
+    notebooks) timeout 400 python3 -P bench/run_notebooks.py --out "$OUT/notebooks_h200.md" 01_explore_trees.ipynb \
+                 02_greedy_vs_sampled.ipynb 03_debug_padding_masks.ipynb 04_budget_sweep.ipynb \
+                 06_why_trees_win.ipynb 2>&1 | grep -v "TCP without encryption" | tail -12 ;;
+    counterfactual) timeout 400 python3 -P bench/bench_counterfactual.py --device cuda --dtype bfloat16 --backend native --prompts 8 \
+                      --max-new-tokens 128 --out "$OUT" 2>&1 | tail -25 ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
