@@ -13,7 +13,7 @@ import torch
 
 from ddtree.record import KernelRead, RequestRound
 from ddtree.settings import Settings
-from ddtree.tree import DraftTree, build_tree, chain_tree, root_tree
+from ddtree.tree import DraftTree, build_tree, chain_tree, ranked_top_k, root_tree
 from ddtree.verify import VerifyResult, sampling_probs, verify_greedy, verify_sampled
 
 TOP_K = 16  # default top-K entries per depth / node kept in records
@@ -50,12 +50,13 @@ def walk(settings: Settings, tree: DraftTree, logits: torch.Tensor, coins: torch
 def request_round(pair, settings: Settings, ctx: int, tree: DraftTree, dlogits, input_ids, positions, logits,
                   result: VerifyResult, top_k: int) -> RequestRound:
     """One request's part of a round record; `logits  # [n_nodes, vocab]` the target's logits at the tree nodes,
-    `dlogits  # [depth, vocab]` the drafter's (None for autoregressive)."""
+    `dlogits  # [depth, vocab]` the drafter's (None for autoregressive), on the device the tree was built on so that
+    the recorded draft ranks are the ones the tree build saw."""
     k = min(top_k, logits.shape[-1])
     if dlogits is None:
         draft_tokens, draft_logprobs = [], []
     else:
-        lp, tok = torch.log_softmax(dlogits.float(), -1).topk(k, dim=-1)
+        lp, tok = ranked_top_k(torch.log_softmax(dlogits.float(), -1), k)  # ties by lower id, as build_tree ranks
         draft_tokens, draft_logprobs = tok.tolist(), lp.clamp_min(-1e30).tolist()
     sampled = settings.sampled
     probs = sampling_probs(logits, settings.temperature, settings.top_p) if sampled else torch.softmax(

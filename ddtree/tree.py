@@ -133,7 +133,7 @@ def root_tree(token: int) -> DraftTree:
 def chain_tree(draft_logits: torch.Tensor, *, draft_temperature: float = 1.0) -> DraftTree:
     """Vanilla DFlash's single path: the best token at every depth (ties by lower token id), as a chain tree."""
     check_logits("draft_logits", draft_logits, shape="[depth, vocab]")
-    top_logq, top_tokens = _ranked_top_k(_draft_logprobs(draft_logits, draft_temperature), 1)
+    top_logq, top_tokens = ranked_top_k(_draft_logprobs(draft_logits, draft_temperature), 1)
     depth = top_tokens.shape[0]
     return DraftTree(
         tokens=torch.cat([torch.tensor([-1]), top_tokens[:, 0].cpu()]),
@@ -155,7 +155,7 @@ def _select(logq: torch.Tensor, budget: int) -> DraftTree:
     k = min(budget, vocab)
     tokens, parents, depths, ranks, logws = [-1], [-1], [0], [-1], [0.0]
     if k > 0 and depth > 0:
-        top_logq, top_tokens = _ranked_top_k(logq, k)
+        top_logq, top_tokens = ranked_top_k(logq, k)
         top_logq = top_logq.double().cpu().tolist()  # [depth][k]
         top_tokens = top_tokens.cpu().tolist()
         # heap item: (-score, depth, parent node, rank, parent score); the first four are unique, so it never
@@ -184,7 +184,7 @@ def _select(logq: torch.Tensor, budget: int) -> DraftTree:
     )
 
 
-def _ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The k best tokens per depth, best first, equal log-probs by lower token id: `([depth, k], [depth, k])`."""
     values, tokens = torch.topk(logq, k, dim=-1)
     kth = values[:, -1:]

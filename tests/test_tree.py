@@ -182,11 +182,11 @@ def test_build_trees_needs_a_batch():
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10**6), vocab=st.integers(1, 30), k=st.integers(1, 30), levels=st.integers(1, 6))
 def test_top_k_ranking_equals_stable_sort_even_with_ties(seed, vocab, k, levels):
-    from ddtree.tree import _ranked_top_k
+    from ddtree.tree import ranked_top_k
     k = min(k, vocab)
     logits = torch.randint(0, levels, (3, vocab), generator=torch.Generator().manual_seed(seed)).float()
     logq = torch.log_softmax(logits, -1)
-    values, tokens = _ranked_top_k(logq, k)
+    values, tokens = ranked_top_k(logq, k)
     want_values, want_tokens = torch.sort(logq, dim=-1, descending=True, stable=True)
     assert torch.equal(tokens, want_tokens[:, :k]) and torch.equal(values, want_values[:, :k])
 

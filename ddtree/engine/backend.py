@@ -187,7 +187,7 @@ class NativeBackend:
         """Request b's RequestRound, from host copies of the round's device tensors."""
         accepted = state.walked.accepted[b, :len(committed)].tolist()
         result = VerifyResult(accepted=accepted, accepted_tokens=committed[:-1], bonus_token=committed[-1])
-        dlogits = None if settings.method == "ar" else state.dlogits[b].cpu()
+        dlogits = None if settings.method == "ar" else state.dlogits[b]
         return request_round(self.pair, settings, ctx, tree, dlogits, state.packed.ids[b].cpu(),
                              state.packed.positions[b].cpu(), state.verified.logits[b, :tree.n_nodes].cpu(), result,
                              top_k)
