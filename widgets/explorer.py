@@ -128,9 +128,10 @@ class Explorer(widgets.VBox):
         self.compare_note = widgets.HTML()
         self.right = widgets.VBox([self.mask, self.draft], layout=widgets.Layout(width="43%", overflow="auto"))
         self.left = widgets.VBox([self.tree], layout=widgets.Layout(width="57%"))
-        self.main = widgets.HBox([self.left, self.right], layout=widgets.Layout(width="100%", gap="8px"))
-        self.bottom = widgets.HBox([self.logw, self.path], layout=widgets.Layout(width="100%", gap="8px",
-                                                                                flex_flow="row wrap"))
+        self.main = widgets.HBox([self.left, self.right], layout=widgets.Layout(width="100%"))
+        self.bottom = widgets.HBox([self.logw, self.path], layout=widgets.Layout(width="100%", flex_flow="row wrap"))
+        for view in (self.left, self.logw, self.tree, self.right):
+            view.layout.margin = "0 8px 0 0"
         self.logw.layout.width, self.path.layout.width = "49%", "49%"
         self.twin_tree.layout.width = "50%"
         model_controls = (self.step_button, self.reset_button, self.method, self.verify, self.temperature,
