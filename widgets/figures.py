@@ -230,8 +230,8 @@ def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:
     sampled = record.verify == "sampled" and record.temperature > 0
     how = f"draws from the target's distribution (T={record.temperature:g})" if sampled else "takes the target's argmax"
     text = {
-        "draft": f"one drafter forward over [bonus {t(root)}, MASK×{depth}] gives {depth} per-depth distributions; "
-                 "right: its best tokens per depth, boxed where the heap kept a node." if depth else
+        "draft": f"one drafter forward over [bonus {t(root)}, MASK×{depth}] gives {depth} per-depth distributions "
+                 "(the candidates grid: its best tokens per depth, boxed where the heap kept a node)." if depth else
                  "autoregressive: no draft; the tree is the root alone.",
         "tree": f"the best-first heap popped {nodes} nodes in decreasing path score (#i = pop order, colour = "
                 f"log-weight = sum of draft log-probs on the path); {len(req.tree.children(0))} at depth 1, "
@@ -239,7 +239,7 @@ def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:
         "verify": f"one target forward over {rows} rows ({req.n_nodes} nodes"
                   + (f", {rows - req.n_nodes} padding" if rows > req.n_nodes else "")
                   + f") at positions {req.context_len}..{req.context_len + deepest}; each row sees the "
-                  f"{req.context_len}-token prefix and exactly its ancestors (mask, right).",
+                  f"{req.context_len}-token prefix and exactly its ancestors (the mask).",
         "walk": f"the walk {how} at each node and moves to the child holding it: {path}; at node {req.accepted[-1]} "
                 f"the target chose {t(req.bonus_token)}, no child's token: stop.",
         "commit": f"{len(req.accepted_tokens)} draft tokens + the bonus = {req.acceptance_length} tokens "
