@@ -269,9 +269,31 @@ def divergence(a: RequestRound, b: RequestRound) -> tuple[int, int, int, str]:
 
 
 # ------------------------------------------------------------------------------------------------- sweeps
-def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height: int = 380) -> go.Figure:
+def median_rows(rows: list[dict]) -> list[dict]:
+    """Rows repeated over runs (ddtree.sweep.summarize rows, each with a 'repeat' key) -> one row per (method, budget,
+    temperature): the median of every numeric key, and its smallest and largest value as '<key>_lo' / '<key>_hi'."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["method"], row["budget"], row["temperature"]), []).append(row)
+    out = []
+    for (method, budget, temperature), group in groups.items():
+        row = {"method": method, "budget": budget, "temperature": temperature, "repeats": len(group)}
+        for key in group[0]:
+            values = sorted(r[key] for r in group if isinstance(r.get(key), (int, float)) and not isinstance(r[key], bool))
+            if key in row or key == "repeat" or len(values) != len(group):
+                continue
+            mid = len(values) // 2
+            row[key] = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+            row[f"{key}_lo"], row[f"{key}_hi"] = values[0], values[-1]
+        out.append(row)
+    return sorted(out, key=lambda r: (r["method"], r["temperature"], r["budget"]))
+
+
+def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height: int = 380,
+                 best: dict[float, int] | None = None) -> go.Figure:
     """Acceptance length and tokens/s versus budget, one line per (method, temperature), from ddtree.sweep.summarize
-    rows; autoregressive rows (method 'ar') are drawn as dotted horizontal baselines."""
+    (or median_rows) rows; autoregressive rows (method 'ar') are drawn as dotted horizontal baselines. Rows with
+    '<key>_lo' / '<key>_hi' get error bars (the spread over repeats); `best` (temperature -> budget) is starred."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("acceptance length (tokens per target forward)",
                                                         "tokens per second"))
     budgets = sorted({r["budget"] for r in rows if r["method"] != "ar"})
@@ -285,8 +307,19 @@ def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height:
         xs = [min(budgets), max(budgets)] if method == "ar" and budgets else [r["budget"] for r in pts]
         for col, key in ((1, "acceptance_length"), (2, "tokens_per_second")):
             ys = [pts[0][key]] * len(xs) if method == "ar" else [r[key] for r in pts]
+            bars = None
+            if method != "ar" and all(f"{key}_lo" in r for r in pts):
+                bars = dict(type="data", symmetric=False, array=[r[f"{key}_hi"] - r[key] for r in pts],
+                            arrayminus=[r[key] - r[f"{key}_lo"] for r in pts], color=color, thickness=1.2)
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines" if method == "ar" else "lines+markers", name=name,
-                                     line=line, legendgroup=name, showlegend=col == 1), row=1, col=col)
+                                     line=line, legendgroup=name, showlegend=col == 1, error_y=bars), row=1, col=col)
+        pick = (best or {}).get(temperature)
+        top = [r for r in pts if r["budget"] == pick and method != "ar"]
+        if top:
+            fig.add_trace(go.Scatter(x=[pick], y=[top[0]["tokens_per_second"]], mode="markers+text",
+                                     marker=dict(symbol="star", size=16, color=color, line=dict(color="#000", width=1)),
+                                     text=[f"best: {pick}"], textposition="top center", name=f"best budget ({name})",
+                                     legendgroup=name, showlegend=False), row=1, col=2)
     fig.update_xaxes(title="budget (draft nodes)", type="log", tickvals=budgets, ticktext=[str(b) for b in budgets])
     fig.update_layout(title=title, width=width, height=height, template="none", plot_bgcolor="white",
                       margin=dict(l=50, r=20, t=60, b=50))

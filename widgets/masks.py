@@ -210,9 +210,10 @@ def mask_figure(grid: MaskGrid, *, title: str = "", accepted: list[int] = (), ro
             traces.append(dict(type="heatmap", z=z[:, :p], x=centers, y=rows, name="prefix",
                                hovertemplate="query %{y}<br>prefix position %{x}<extra></extra>", **common))
     draft = z[:, p:]
-    words = np.array(CATEGORY_NAMES, dtype=object)[draft].tolist() if draft.size <= HOVER_CELLS else None
+    words = np.array(CATEGORY_NAMES, dtype=object)[draft] if draft.size <= HOVER_CELLS else None  # numpy: fast to validate
     traces.append(dict(type="heatmap", z=draft, x=cols, y=rows, xaxis="x2", text=words, name="draft",
-                       hovertemplate="query %{y}<br>key %{x}" + ("<br>%{text}" if words else "") + "<extra></extra>",
+                       hovertemplate="query %{y}<br>key %{x}" + ("" if words is None else "<br>%{text}") +
+                       "<extra></extra>",
                        **common))
     fr, fd = grid.pooled[0], grid.pooled[2]
     dash = dict(color="#636363", width=1.5, dash="dash")
@@ -306,17 +307,17 @@ def batch_figure(bgrid: BatchGrid, batch: VerifyBatch, *, labels: list[list[str]
     rows, band, draft, words = [], [], [], []
     for b, g in enumerate(grids):
         rows += [f"r{b} · {s}" for s in _bin_labels(g.row_edges, None if labels is None else labels[b], "row")]
-        band += g.z[:, :1].tolist()
+        band.append(g.z[:, :1])
         d = np.full((g.z.shape[0], width_q), np.nan)
         d[:, :g.z.shape[1] - 1] = g.z[:, 1:]
         draft.append(d)
         words += [[f"request {b}: sees {s} of {g.seq_len} prefix columns"] for s in g.prefix_seen.tolist()]
-    draft = np.concatenate(draft, 0)
+    draft, band = np.concatenate(draft, 0), np.concatenate(band, 0)
     scale = [[k / (len(CATEGORY_COLORS) - 1), c] for k, c in enumerate(CATEGORY_COLORS)]
     common = dict(zmin=0, zmax=len(CATEGORY_COLORS) - 1, colorscale=scale, showscale=False, y=rows)
     traces = [dict(type="heatmap", z=band, x=["prefix"], text=words, name="prefix",
                    hovertemplate="%{y}<br>%{text}<extra></extra>", **common),
-              dict(type="heatmap", z=draft.tolist(), x=[str(c) for c in range(width_q)], xaxis="x2", name="draft",
+              dict(type="heatmap", z=draft, x=[str(c) for c in range(width_q)], xaxis="x2", name="draft",
                    hovertemplate="%{y}<br>key column %{x}<extra></extra>", **common)]
     read_len = [batch.rows(b) * (int(batch.seq_lens[b]) + batch.rows(b)) for b in range(batch.batch_size)]
     names = [f"r{b}" for b in range(batch.batch_size)]

@@ -7,7 +7,6 @@ wires them together.
 """
 from __future__ import annotations
 
-import copy
 import html
 
 import ipywidgets as widgets
@@ -45,9 +44,19 @@ class FigureSlot(widgets.VBox):
             w.data = ()
             w.add_traces(fig.data)
             w.layout = fig.layout
-        w._widget_data = copy.deepcopy(w._data)  # the state a view rendered later starts from
-        w._widget_layout = copy.deepcopy(w._layout_obj._props)
+        w._widget_data = _copy(w._data)  # the state a view rendered later starts from
+        w._widget_layout = _copy(w._layout_obj._props)
         return w
+
+
+def _copy(x):
+    """A copy of nested dicts and lists sharing their arrays (plotly replaces arrays, it never edits them in place;
+    a deep copy of a hover-text array would copy every string)."""
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_copy(v) for v in x]
+    return x
 
 
 class Linked:
