@@ -119,7 +119,7 @@ class Explorer(widgets.VBox):
 
         # views
         self.tree = TreeView(height=420)
-        self.twin_tree = TreeView(height=420, label="B · ")
+        self.twin_tree = TreeView(height=420, label="B · ", legend=False)  # the key is in A's header
         self.mask = MaskView(width=640, height=430)
         self.mask.selector.layout.display = "none"  # the Explorer's request selector drives it
         self.draft = DraftView(height=470)

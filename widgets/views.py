@@ -93,13 +93,13 @@ class TreeView(Linked, widgets.VBox):
     click one to pin (and mark) it; the line below the tree describes the pinned node."""
 
     def __init__(self, record: RoundRecord | None = None, *, request: int = 0, renderer: str | None = None,
-                 height: int = 440, label: str = ""):
+                 height: int = 440, label: str = "", legend: bool = True):
         renderer = renderer or ("graphviz" if has_dot() else "plotly")
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS} or None, got {renderer!r}")
         if renderer == "graphviz" and not has_dot():
             raise ValueError("renderer='graphviz' needs the graphviz `dot` binary on PATH (apt-get install graphviz)")
-        self.renderer, self.label = renderer, label
+        self.renderer, self.label, self.legend = renderer, label, legend
         self.header = widgets.HTML()
         self.details = widgets.HTML(EMPTY)
         self.details.add_class("ddtree-details")
@@ -127,14 +127,16 @@ class TreeView(Linked, widgets.VBox):
         pad = len(req.input_ids) - req.n_nodes
         who = f"request {self.request}, " if len(record.requests) > 1 else ""
         swatch = "<span style='display:inline-block;width:11px;height:9px;border:{};background:{}'></span>".format
+        key = (f"{swatch(f'2px solid {ACCEPT_COLOR}', '#fff')} accepted "
+               f"{swatch('2px dashed #31a354', BONUS_COLOR)} bonus {swatch('1px solid #999', PAD_COLOR)} padding "
+               f"{swatch(f'3px solid {SELECT_COLOR}', '#fff')} pinned {swatch(f'3px solid {HOVER_COLOR}', '#fff')} "
+               f"linked {swatch(f'3px dashed {DIVERGE_COLOR}', '#fff') + ' walks part' if self.label else ''} "
+               "<span style='color:#636363'>· "
+               "hover for details, click to pin, drag to pan, ctrl+wheel to zoom</span>") if self.legend else ""
         self.header.value = (
             f"<div style='font-size:12px;line-height:1.5'>{self.label}<b>tree</b>, {who}round {record.index} "
             f"({html.escape(record.method)}, {req.n_nodes} nodes{f', {pad} padding rows' if pad else ''}; {how}) "
-            f"{colour_key_html(req)} {swatch(f'2px solid {ACCEPT_COLOR}', '#fff')} accepted "
-            f"{swatch('2px dashed #31a354', BONUS_COLOR)} bonus {swatch('1px solid #999', PAD_COLOR)} padding "
-            f"{swatch(f'3px solid {SELECT_COLOR}', '#fff')} pinned {swatch(f'3px solid {HOVER_COLOR}', '#fff')} "
-            f"linked <span style='color:#636363'>· hover for details, click to pin, drag to pan, ctrl+wheel to "
-            f"zoom</span></div>")
+            f"{colour_key_html(req)} {key}</div>")
         if self.renderer == "graphviz":
             self.pane.marks = {}
             self.pane.svg = tree_svg(req)
