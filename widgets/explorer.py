@@ -36,7 +36,8 @@ EXPLORER_CSS = """<style>
 .ddtree-explorer { font-size: 12px; }
 .ddtree-explorer .ddtree-busy i.fa { animation: ddtree-spin 1s linear infinite; }
 .ddtree-spinner { display: inline-block; width: 10px; height: 10px; margin-right: 5px; vertical-align: -1px;
-  border: 2px solid #1f78b4; border-right-color: transparent; border-radius: 50%; animation: ddtree-spin .8s linear infinite; }
+  border: 2px solid #1f78b4; border-right-color: transparent; border-radius: 50%;
+  animation: ddtree-spin .8s linear infinite; }
 @keyframes ddtree-spin { to { transform: rotate(360deg); } }
 .ddtree-explorer .ddtree-focus { box-shadow: 0 0 0 3px #fdae6b; border-radius: 3px; }
 .ddtree-explorer .ddtree-stage-strip .widget-toggle-button { font-weight: bold; margin-right: 16px; overflow: visible;

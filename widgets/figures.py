@@ -279,7 +279,8 @@ def median_rows(rows: list[dict]) -> list[dict]:
     for (method, budget, temperature), group in groups.items():
         row = {"method": method, "budget": budget, "temperature": temperature, "repeats": len(group)}
         for key in group[0]:
-            values = sorted(r[key] for r in group if isinstance(r.get(key), (int, float)) and not isinstance(r[key], bool))
+            values = sorted(r[key] for r in group
+                            if isinstance(r.get(key), (int, float)) and not isinstance(r[key], bool))
             if key in row or key == "repeat" or len(values) != len(group):
                 continue
             mid = len(values) // 2

@@ -210,7 +210,7 @@ def mask_figure(grid: MaskGrid, *, title: str = "", accepted: list[int] = (), ro
             traces.append(dict(type="heatmap", z=z[:, :p], x=centers, y=rows, name="prefix",
                                hovertemplate="query %{y}<br>prefix position %{x}<extra></extra>", **common))
     draft = z[:, p:]
-    words = np.array(CATEGORY_NAMES, dtype=object)[draft] if draft.size <= HOVER_CELLS else None  # numpy: fast to validate
+    words = np.array(CATEGORY_NAMES, dtype=object)[draft] if draft.size <= HOVER_CELLS else None  # numpy: quick
     traces.append(dict(type="heatmap", z=draft, x=cols, y=rows, xaxis="x2", text=words, name="draft",
                        hovertemplate="query %{y}<br>key %{x}" + ("" if words is None else "<br>%{text}") +
                        "<extra></extra>",

@@ -175,7 +175,10 @@ function render({ model, el }) {
     mode = String(scale * (e.deltaY < 0 ? 1.1 : 1 / 1.1));
     apply();
   }, { passive: false });
-  const resize = new ResizeObserver(() => { if (mode === "width" || mode === "all") apply(); if (pendingPath) toPath(); });
+  const resize = new ResizeObserver(() => {
+    if (mode === "width" || mode === "all") apply();
+    if (pendingPath) toPath();
+  });
   resize.observe(view);
   setHeight();
   draw();
@@ -201,7 +204,10 @@ function render({ model, el }) {
     for (const e of marked) e.classList.remove("ddtree-hl");
     marked = [];
     for (const key of model.get("marks") || []) {
-      for (const e of el.querySelectorAll(`[data-key="${CSS.escape(key)}"]`)) { e.classList.add("ddtree-hl"); marked.push(e); }
+      for (const e of el.querySelectorAll(`[data-key="${CSS.escape(key)}"]`)) {
+        e.classList.add("ddtree-hl");
+        marked.push(e);
+      }
     }
   }
   function scroll() {
@@ -209,13 +215,17 @@ function render({ model, el }) {
     if (cur && el.clientHeight) el.scrollTop = Math.max(0, cur.offsetTop - el.clientHeight / 3);
   }
   function draw() { el.innerHTML = model.get("html"); marks(); scroll(); }
-  const keyOf = (target) => { const e = target.closest && target.closest("[data-key]"); return e ? e.dataset.key : ""; };
+  const keyOf = (target) => {
+    const e = target.closest && target.closest("[data-key]");
+    return e ? e.dataset.key : "";
+  };
+  const report = (name, value) => { model.set(name, value); model.save_changes(); };
   el.addEventListener("mouseover", (e) => {
     const k = keyOf(e.target);
-    if (k !== hovered) { hovered = k; model.set("hovered", k); model.save_changes(); }
+    if (k !== hovered) { hovered = k; report("hovered", k); }
   });
-  el.addEventListener("mouseleave", () => { if (hovered) { hovered = ""; model.set("hovered", ""); model.save_changes(); } });
-  el.addEventListener("click", (e) => { const k = keyOf(e.target); if (k) { model.set("clicked", k); model.save_changes(); } });
+  el.addEventListener("mouseleave", () => { if (hovered) { hovered = ""; report("hovered", ""); } });
+  el.addEventListener("click", (e) => { const k = keyOf(e.target); if (k) report("clicked", k); });
   const resize = new ResizeObserver(scroll);
   resize.observe(el);
   setHeight();

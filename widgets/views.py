@@ -354,8 +354,8 @@ class MaskView(Linked, widgets.VBox):
         missing, extra = sum(g.missing for g in grids), sum(g.extra for g in grids)
         bad = missing + extra
         color = "#b2182b" if bad else "#31a354"
-        self.count.value = (f"<span style='font-size:12px'><span style='color:{color}'><b>{bad}</b> cells disagree with "
-                            f"the expected ancestor mask</span> ({missing} missing, {extra} extra){total}; layout "
+        self.count.value = (f"<span style='font-size:12px'><span style='color:{color}'><b>{bad}</b> cells disagree "
+                            f"with the expected ancestor mask</span> ({missing} missing, {extra} extra){total}; layout "
                             f"{batch.layout}, mask_indptr {batch.mask_indptr[b].item()}, written at "
                             f"{batch.written_indptr[b].item()}</span>{legend_html(grids, diff=diff)}")
         w = self.slot.show(fig)
