@@ -103,9 +103,10 @@ def open_and_run(page, lab, name: str) -> None:
     """Open notebook `name` with the left sidebar collapsed and run all its cells."""
     page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}")
     page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=60_000)
+    page.wait_for_function("(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                           " return w && w.context && w.context.path.endsWith(name) && w.sessionContext"
+                           " && w.sessionContext.session && w.sessionContext.session.kernel; }", arg=name,
+                           timeout=60_000)
     page.evaluate("() => { const s = window.jupyterapp.shell; if (!s.leftCollapsed) s.collapseLeft(); }")
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
@@ -136,7 +137,7 @@ def test_explorer_tells_a_round_on_one_screen_in_jupyterlab(lab):
             explorer = page.locator(".ddtree-explorer")
             step = explorer.locator("button", has_text="Step").first
             tree_svg = explorer.locator(".ddtree-tree-view .ddtree-svg-pane svg").first
-            heatmap = explorer.locator(".ddtree-mask-view .js-plotly-plot .heatmaplayer image").first
+            heatmap = explorer.locator(".ddtree-mask-view .js-plotly-plot .heatmaplayer image").last  # the draft block
             mask_title = explorer.locator(".ddtree-mask-view .js-plotly-plot .gtitle").first
             tree_svg.wait_for(state="visible", timeout=300_000)
             heatmap.wait_for(state="attached", timeout=60_000)
@@ -154,7 +155,8 @@ def test_explorer_tells_a_round_on_one_screen_in_jupyterlab(lab):
             step.click()  # busy while the round runs: the button says so, the controls are disabled
             busy = explorer.locator("button:has-text('Running')")
             busy.wait_for(state="visible", timeout=10_000)
-            assert busy.is_disabled() and explorer.locator(".ddtree-spinner").count() == 1
+            explorer.locator(".ddtree-spinner").wait_for(state="visible", timeout=10_000)  # "running round N…"
+            assert busy.is_disabled() and explorer.locator("button:has-text('Reset')").is_disabled()
             shot(page, "explorer_busy.png")
             page.wait_for_function(
                 "(before) => { const t = document.querySelector('.ddtree-explorer .ddtree-mask-view .gtitle');"
@@ -196,6 +198,10 @@ def test_explorer_tells_a_round_on_one_screen_in_jupyterlab(lab):
             pair_svgs.nth(1).wait_for(state="visible", timeout=120_000)
             page.wait_for_function("() => document.querySelectorAll('.ddtree-explorer .ddtree-tree-view')[1]"
                                    ".textContent.includes('B · sampled')", timeout=120_000)
+            last = explorer.locator(".widget-readout").first.text_content().strip()
+            page.wait_for_function(  # the views moved below have drawn the new round too
+                "(r) => [...document.querySelectorAll('.ddtree-explorer .gtitle')].every(t => t.textContent.includes(r))",
+                arg=f"round {last}", timeout=60_000)
             page.wait_for_timeout(800)
             explorer.evaluate("e => e.scrollIntoView({block: 'start'})")
             shot(page, "explorer_side_by_side.png")
@@ -204,7 +210,8 @@ def test_explorer_tells_a_round_on_one_screen_in_jupyterlab(lab):
             assert not [e for e in errors if "ddtree" in e or "anywidget" in e or "plotly" in e], errors
 
             open_and_run(page, lab, DIFF_NOTEBOOK)  # a corrupted batch: missing and extra cells in two colours
-            view = page.locator(".ddtree-mask-view").first
+            panel = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+            view = page.locator(f"[id='{panel}'] .ddtree-mask-view").first
             view.locator(".js-plotly-plot .heatmaplayer image").first.wait_for(state="attached", timeout=120_000)
             wait_idle(page)
             page.wait_for_timeout(800)
@@ -219,10 +226,11 @@ def test_explorer_tells_a_round_on_one_screen_in_jupyterlab(lab):
 
 def colours_in(png) -> set[str]:
     """Which mask categories' colours appear in a screenshot (pixels exactly of a category colour)."""
+    import numpy as np
     from PIL import Image
 
     from ddtree.widgets import masks
-    pixels = set(Image.open(png).convert("RGB").getdata())
+    pixels = set(map(tuple, np.unique(np.asarray(Image.open(png).convert("RGB")).reshape(-1, 3), axis=0).tolist()))
     names = {masks.MISSING: "missing", masks.EXTRA: "extra", masks.VISIBLE: "visible"}
     return {name for k, name in names.items()
             if tuple(int(masks.CATEGORY_COLORS[k][i:i + 2], 16) for i in (1, 3, 5)) in pixels}

@@ -498,7 +498,7 @@ def test_explorer_steps_forks_and_resets_a_live_session(pair):
     assert ex.step().method == "dflash"
     ex.method.value = "ddtree"
     ex.side_by_side.value = True
-    assert ex.main.children == (ex.left, ex.twin_tree) and ex.right in ex.bottom.children
+    assert ex.twin_tree.layout.display == "" and ex.main.children == (ex.left, ex.twin_tree, ex.right)
     context = ex.session.records[-1].requests[0].context_len + ex.session.records[-1].requests[0].acceptance_length
     a = ex.step()
     b = ex.twins[a.index]
@@ -517,7 +517,7 @@ def test_explorer_steps_forks_and_resets_a_live_session(pair):
     assert ex.twin.records[-1].requests[0].n_nodes == 5 and ex.twin.settings.budget == 4
     assert "budget 4" in ex.twin_tree.header.value
     ex.side_by_side.value = False
-    assert ex.main.children == (ex.left, ex.right) and ex.compare_note.value == ""
+    assert ex.twin_tree.layout.display == "none" and ex.compare_note.value == ""
     ex.reset()
     assert ex.records == [] and ex.session.records == []
     assert ex.step().index == 0 and ex.step().requests[0].context_len == rec.requests[0].context_len + \

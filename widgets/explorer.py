@@ -127,14 +127,15 @@ class Explorer(widgets.VBox):
         self.logw = LogWeightView(width=720, height=300)
         self.path = PathView(prompt_text=self.prompt_texts[0], height=270)
         self.compare_note = widgets.HTML()
+        # fixed parents: a plotly FigureWidget moved to another box stops receiving updates, so side by side only
+        # shows the twin's column and narrows the others
         self.right = widgets.VBox([self.mask, self.draft], layout=widgets.Layout(width="43%", overflow="auto"))
         self.left = widgets.VBox([self.tree], layout=widgets.Layout(width="57%"))
-        self.main = widgets.HBox([self.left, self.right], layout=widgets.Layout(width="100%"))
-        self.bottom = widgets.HBox([self.logw, self.path], layout=widgets.Layout(width="100%", flex_flow="row wrap"))
-        for view in (self.left, self.logw, self.tree, self.right):
+        self.main = widgets.HBox([self.left, self.twin_tree, self.right], layout=widgets.Layout(width="100%"))
+        self.bottom = widgets.HBox([self.logw, self.path], layout=widgets.Layout(width="100%"))
+        for view in (self.left, self.logw, self.twin_tree):
             view.layout.margin = "0 8px 0 0"
         self.logw.layout.width, self.path.layout.width = "49%", "49%"
-        self.twin_tree.layout.width = "50%"
         model_controls = (self.step_button, self.reset_button, self.method, self.verify, self.temperature,
                           self.budget, self.side_by_side, self.compare, self.budget_b)
         self._model_controls = model_controls if live else ()
@@ -337,17 +338,10 @@ class Explorer(widgets.VBox):
         on = self.side_by_side.value
         self.compare.layout.display = "" if on else "none"
         self.budget_b.layout.display = "" if on else "none"
-        if on:
-            self.left.layout.width = "50%"
-            self.main.children = (self.left, self.twin_tree)
-            self.right.layout.width = "43%"
-            self.bottom.children = (self.right, self.logw, self.path)
-            self.logw.layout.width = self.path.layout.width = "27%"
-        else:
-            self.left.layout.width = "57%"
-            self.main.children = (self.left, self.right)
-            self.bottom.children = (self.logw, self.path)
-            self.logw.layout.width = self.path.layout.width = "49%"
+        self.twin_tree.layout.display = "" if on else "none"
+        self.left.layout.width, self.twin_tree.layout.width, self.right.layout.width = \
+            ("34%", "34%", "32%") if on else ("57%", "34%", "43%")
+        self.mask.size = (470, 430) if on else (640, 430)
         if self.records:
             self.show_round(self.round.value)
 

@@ -264,8 +264,9 @@ def divergence(a: RequestRound, b: RequestRound) -> tuple[int, int, int, str]:
     agree = html.escape(visible_whitespace("".join(a.token_texts.get(tok, "?") for tok in a.committed[:common])))
     nxt = lambda r: html.escape(repr(token_text(r, r.committed[common]))) if common < len(r.committed) \
         else "nothing more"  # noqa: E731
-    return common, node_a, node_b, (f"the walks agree on {common} token(s) <q>{agree}</q>, then part at node "
-                                    f"{node_a} / {node_b}: A commits {nxt(a)}, B commits {nxt(b)}")
+    where = f"the walks agree on {common} token(s) <q>{agree}</q>, then part at node {node_a} / {node_b}" if common \
+        else "the walks part at the root"
+    return common, node_a, node_b, f"{where}: A commits {nxt(a)}, B commits {nxt(b)}"
 
 
 # ------------------------------------------------------------------------------------------------- sweeps

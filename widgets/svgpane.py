@@ -32,13 +32,14 @@ PANE_CSS = f"""
 .ddtree-svg-pane g path, .ddtree-svg-pane g polygon {{ transition: stroke .25s, stroke-width .25s, opacity .25s; }}
 .ddtree-svg-pane{_BEFORE_COMMIT} g.acc path, .ddtree-svg-pane{_BEFORE_COMMIT} g.node.acc polygon
   {{ stroke: #555; stroke-width: 1px; }}
-.ddtree-svg-pane{_BEFORE_COMMIT} g.edge.acc polygon {{ fill: #888; }}
-.ddtree-svg-pane{_BEFORE_COMMIT} g.edge.acc path {{ stroke: #888; }}
+.ddtree-svg-pane{_BEFORE_COMMIT} g.edge.acc polygon {{ fill: #888; stroke: #888; stroke-width: 1px; }}
+.ddtree-svg-pane{_BEFORE_COMMIT} g.edge.acc path {{ stroke: #888; stroke-width: 1px; }}
 .ddtree-svg-pane{_BEFORE_COMMIT} g.bonus {{ opacity: .08; }}
 .ddtree-svg-pane{_BEFORE_WALK} g.choice text:last-of-type {{ visibility: hidden; }}
 .ddtree-svg-pane[data-stage=walk] g.choice:not(.walk-on) text:last-of-type {{ visibility: hidden; }}
 .ddtree-svg-pane[data-stage=walk] g.node.walk-on path, .ddtree-svg-pane[data-stage=walk] g.node.walk-on polygon,
 .ddtree-svg-pane[data-stage=walk] g.edge.walk-on path {{ stroke: {ACCEPT_COLOR}; stroke-width: 3px; }}
+.ddtree-svg-pane[data-stage=walk] g.edge.walk-on polygon {{ stroke: {ACCEPT_COLOR}; fill: {ACCEPT_COLOR}; }}
 .ddtree-svg-pane[data-stage=walk] g.walk-on {{ opacity: 1; }}
 .ddtree-svg-pane g.node.ddtree-diverge path, .ddtree-svg-pane g.node.ddtree-diverge polygon
   {{ stroke: {DIVERGE_COLOR}; stroke-width: 5px; stroke-dasharray: 6 2; }}
