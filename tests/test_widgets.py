@@ -222,6 +222,17 @@ def test_applied_masks_are_checked():
     assert view.counts[2] == int(ddtree.expected_mask(batch, 2).sum()) and view.grid.extra == 0
 
 
+def test_a_record_carrying_the_applied_masks_shows_them(records):
+    from types import SimpleNamespace
+    rec = records[0]
+    want = ddtree.expected_mask(masks.batch_of(rec), 0).clone()
+    want[3, 0] = False  # the kernel hid one prefix cell from row 3
+    probed = replace(rec)
+    probed.kernel = SimpleNamespace(applied=[want])  # what a native-engine record probed with step(probe=True) holds
+    view = MaskView(probed, diff=True)
+    assert view.counts == [1] and view.grid.z[3, 0] == masks.MISSING
+
+
 def test_mask_view_highlights_accepted_rows_and_labels_tokens(records):
     rec = records[0]
     req = rec.requests[0]

@@ -324,7 +324,8 @@ def batch_figure(bgrid: BatchGrid, batch: VerifyBatch, *, labels: list[list[str]
     for lane, starts, lengths in (("written", batch.written_indptr[:-1].tolist(), batch.written_indptr.diff().tolist()),
                                   ("read", batch.mask_indptr[:-1].tolist(), read_len)):
         traces.append(dict(type="bar", orientation="h", y=[lane] * len(starts), x=lengths, base=starts, name=lane,
-                           xaxis="x3", yaxis="y3", text=names, textposition="inside", showlegend=False,
+                           xaxis="x3", yaxis="y3", text=names, textposition="inside", textangle=0,
+                           insidetextanchor="middle", showlegend=False,
                            marker=dict(color=[_REQUEST_COLORS[b % len(_REQUEST_COLORS)] for b in range(len(starts))],
                                        line=dict(color="#333", width=1)),
                            hovertemplate=f"{lane}: %{{text}} at %{{base}}, %{{x}} cells<extra></extra>"))

@@ -256,7 +256,8 @@ class MaskView(Linked, widgets.VBox):
     or a VerifyBatch. Toggles: diff against the expected ancestor mask (missing cells dark red, extra cells amber,
     both counted), expanding the collapsed prefix band, and (batches) the whole padded batch as the kernel reads it:
     every request block, padding rows, mask_indptr offsets and the flat buffer. `applied` (one `[q, seq_len + q]`
-    bool mask per request, e.g. probed from a kernel) replaces the masks read from the flat buffer."""
+    bool mask per request, e.g. probed from a kernel; for a record, its `kernel.applied` when it has one) replaces the
+    masks read from the flat buffer."""
 
     def __init__(self, source: RoundRecord | VerifyBatch | None = None, *, request: int = 0, diff: bool = False,
                  expand_prefix: bool = False, whole_batch: bool = False, applied=None, width: int = 560,
@@ -283,6 +284,8 @@ class MaskView(Linked, widgets.VBox):
     def show(self, source: RoundRecord | VerifyBatch, request: int = 0, *, applied=None) -> None:
         if isinstance(source, RoundRecord):
             record, batch = source, batch_of(source)
+            if applied is None:  # a record may carry the masks its kernel applied (probed on the native engine)
+                applied = getattr(getattr(source, "kernel", None), "applied", None)
         elif isinstance(source, VerifyBatch):
             record, batch = None, source
         else:
