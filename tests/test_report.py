@@ -1,11 +1,15 @@
 """The HTML report, the text helpers and the demo."""
+import base64
+import gzip
 import html
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from plotly.offline import get_plotlyjs
 
 import ddtree
 import ddtree.report
@@ -22,28 +26,40 @@ def trace():
     return ddtree.load_trace(TRACE)
 
 
-def test_report_is_self_contained_and_shows_every_round(trace, tmp_path):
+def unpack(text: str, name: str) -> str:
+    """The gzip + base64 payload the report embeds under id `name`."""
+    packed = re.search(rf"id='{name}'>([^<]+)</script>", text).group(1)
+    return gzip.decompress(base64.b64decode(packed)).decode()
+
+
+def test_report_is_self_contained_small_and_shows_every_round(trace, tmp_path):
     records, meta = trace
     path = ddtree.report.write_html(records, tmp_path / "r.html", prompt_text=meta["prompt_text"])
     text = path.read_text()
     assert text.count("* plotly.js v") == 1  # the library is embedded exactly once
+    assert unpack(text, "ddtree-plotly") == get_plotlyjs()
+    assert len(text) < 0.5 * len(get_plotlyjs())  # compressed: the whole report is under half of plotly.js alone
     assert not re.search(r"<script[^>]* src=", text)  # no script fetched from elsewhere
-    assert text.count("<details") == len(records)
+    assert text.count("<details data-round=") == len(records)
     for rec in records:
         req = rec.requests[0]
         assert f"acceptance length {req.acceptance_length}, committed {html.escape(repr(req.committed_text))}" in text
-    assert text.count('class="ddtree-span"') == len(records)
+    assert text.count("class='ddtree-span") == len(records)
+    rounds = json.loads(unpack(text, "ddtree-rounds"))  # one section per round, drawn when opened
+    assert len(rounds) == len(records)
     if treegraph.has_dot():
-        assert text.count("<svg width=") == len(records)  # one graphviz tree per round
-        assert text.count(f"<title>n{records[3].requests[0].n_nodes - 1}</title>") >= 1
-    assert "verify mask, round 5" in text and "node log-weights, round 5" in text
+        assert all(r.count("<svg width=") == 1 for r in rounds)  # one graphviz tree per round
+        assert f"<title>n{records[3].requests[0].n_nodes - 1}</title>" in rounds[3]
+    assert "verify mask, round 5" in rounds[5] and "node log-weights, round 5" in rounds[5]
+    assert all("5 · commit" in r for r in rounds)  # the round's story
 
 
 def test_report_without_dot_uses_the_plotly_tree(trace, monkeypatch):
     monkeypatch.setattr(ddtree.report, "has_dot", lambda: False)
     text = ddtree.report.render_html(trace[0][:2])
-    assert "<svg width=" not in text and "graphviz `dot` not found" in text
-    assert text.count('"name":"accepted path"') == 4  # tree + log-weight figure per round
+    rounds = json.loads(unpack(text, "ddtree-rounds"))
+    assert not any("<svg width=" in r for r in rounds) and "graphviz `dot` not found" in text
+    assert sum(r.count('"name":"accepted path"') for r in rounds) == 4  # tree + log-weight figure per round
 
 
 def test_report_with_a_sweep_and_bad_input(trace):
@@ -89,7 +105,7 @@ def test_demo_prints_the_table_and_writes_the_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert path.is_file() and f"report: {path.resolve()}" in out
     assert "round   ctx nodes" in out and "mean acceptance length" in out
-    assert path.read_text().count("<details") == out.count("\n    ")  # one section per table row
+    assert path.read_text().count("<details data-round=") == out.count("\n    ")  # one section per table row
 
 
 def test_demo_synthetic_shows_the_padding_bug(capsys):

@@ -15,9 +15,13 @@ from ddtree.text import visible_whitespace
 
 # viridis, 9 stops: low log-weight -> dark purple, high -> yellow
 _VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
+VIRIDIS_SCALE = [[k / (len(_VIRIDIS) - 1), c] for k, c in enumerate(_VIRIDIS)]  # plotly colorscale, same stops
 ACCEPT_COLOR = "#e6550d"  # accepted path outline
 BONUS_COLOR = "#c7e9c0"
 PAD_COLOR = "#d9d9d9"
+SELECT_COLOR = "#1f78b4"  # the selected (clicked) node
+HOVER_COLOR = "#6a3d9a"  # linked-view highlight of the hovered node
+DIVERGE_COLOR = "#e7298a"  # where two walks part (side by side)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,11 @@ def describe(node: NodeInfo) -> str:
     if node.choice >= 0:
         lines.append(f"target's choice here: '{node.choice_text}'")
     return "\n".join(lines)
+
+
+def describe_line(node: NodeInfo) -> str:
+    """describe() on one line (the pinned-node line under a tree)."""
+    return " · ".join(describe(node).split("\n"))
 
 
 def target_prob_text(node: NodeInfo) -> str:

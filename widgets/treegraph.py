@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 
 from ddtree.record import RequestRound
 from ddtree.text import shorten
-from ddtree.widgets.nodes import (ACCEPT_COLOR, BONUS_COLOR, PAD_COLOR, describe, ink, logw_colors, node_infos,
-                                  token_text)
+from ddtree.widgets.nodes import (ACCEPT_COLOR, BONUS_COLOR, PAD_COLOR, SELECT_COLOR, describe, ink, logw_colors,
+                                  node_infos, token_text)
 
 MAX_PAD_NODES = 8  # padding rows drawn one by one; more are drawn as one summary node
 LABEL_WIDTH = 16
@@ -25,8 +25,10 @@ def has_dot() -> bool:
     return shutil.which("dot") is not None
 
 
-def tree_dot(req: RequestRound, *, selected: int | None = None) -> str:
-    """Graphviz source of the tree (left to right by depth). Node names: n<i>, bonus, pad<row>, pads."""
+def tree_dot(req: RequestRound) -> str:
+    """Graphviz source of the tree (left to right by depth). Node names: n<i>, bonus, pad<row>, pads. SVG classes
+    (what the pane's stages and marks style): 'acc' on accepted nodes and edges, 'choice' on nodes labelled with the
+    target's choice, 'bonus' on the bonus node and its edge, 'pad' on padding nodes."""
     infos = node_infos(req)
     colors = logw_colors([n.logw for n in infos])
     last = req.accepted[-1]
@@ -39,21 +41,20 @@ def tree_dot(req: RequestRound, *, selected: int | None = None) -> str:
         if n.accepted and n.choice >= 0:
             label.append(f"→ '{shorten(n.choice_text, LABEL_WIDTH)}'")
         border = f'color="{ACCEPT_COLOR}", penwidth=3' if n.accepted else 'color="#555555", penwidth=1'
-        if n.index == selected:
-            border = 'color="#d62728", penwidth=4'
+        classes = " ".join(c for c, on in (("acc", n.accepted), ("choice", len(label) > 2)) if on)
         lines.append(f'n{n.index} [label={_label(label)}, fillcolor="{color}", fontcolor="{ink(color)}", '
-                     f'{border}, tooltip={_quote(describe(n))}];')
+                     f'{border}, class="{classes}", tooltip={_quote(describe(n))}];')
         if n.parent >= 0:
-            style = f'color="{ACCEPT_COLOR}", penwidth=2.5' if n.accepted else ""
+            style = f'color="{ACCEPT_COLOR}", penwidth=2.5, class="acc"' if n.accepted else ""
             lines.append(f"n{n.parent} -> n{n.index} [{style}];")
     bonus = token_text(req, req.bonus_token)
-    lines.append(f'bonus [label={_label(["bonus", repr_text(bonus)])}, style="dashed,filled", '
+    lines.append(f'bonus [label={_label(["bonus", repr_text(bonus)])}, style="dashed,filled", class="bonus", '
                  f'fillcolor="{BONUS_COLOR}", tooltip={_quote(f"bonus token: the target chose it at node {last}")}];')
-    lines.append(f'n{last} -> bonus [style=dashed, color="#31a354", penwidth=2];')
+    lines.append(f'n{last} -> bonus [style=dashed, color="#31a354", penwidth=2, class="bonus"];')
     rows, n_nodes = len(req.input_ids), req.n_nodes
     if rows > n_nodes:
         lines.append('subgraph cluster_pad { label="padding rows (not tree nodes)"; fontsize=9; color="#bbbbbb"; '
-                     f'node [fillcolor="{PAD_COLOR}", fontcolor="#777777", style="dashed,filled"];')
+                     f'node [fillcolor="{PAD_COLOR}", fontcolor="#777777", style="dashed,filled", class="pad"];')
         if rows - n_nodes <= MAX_PAD_NODES:
             for r in range(n_nodes, rows):
                 lines.append(f'pad{r} [label="pad row {r}", tooltip="padding row {r}: root token at the root\'s '
@@ -66,9 +67,9 @@ def tree_dot(req: RequestRound, *, selected: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def tree_svg(req: RequestRound, *, selected: int | None = None) -> str:
+def tree_svg(req: RequestRound) -> str:
     """The tree as an inline SVG string (no XML prolog), laid out by graphviz `dot`."""
-    svg = graphviz.Source(tree_dot(req, selected=selected)).pipe(format="svg", engine="dot").decode()
+    svg = graphviz.Source(tree_dot(req)).pipe(format="svg", engine="dot").decode()
     return svg[svg.index("<svg"):]
 
 
@@ -94,7 +95,7 @@ def tree_layout(req: RequestRound) -> tuple[list[float], list[float]]:
 
 def tree_figure(req: RequestRound, *, title: str = "") -> go.Figure:
     """The tree as a plotly figure (the layout used when graphviz `dot` is missing). Traces, in order: edges,
-    accepted edges, nodes, bonus, padding."""
+    accepted edges, nodes, bonus, padding, and the (empty) ring marking a selected node."""
     infos = node_infos(req)
     xs, ys = tree_layout(req)
     colors = logw_colors([n.logw for n in infos])
@@ -133,6 +134,8 @@ def tree_figure(req: RequestRound, *, title: str = "") -> go.Figure:
         go.Scatter(x=[0.0] * len(pad_y), y=pad_y, mode="markers+text", text=pad_text, textposition="middle right",
                    marker=dict(size=12, color=PAD_COLOR, symbol="square"), name="padding rows", hoverinfo="text",
                    hovertext=["padding: root token at the root's position; sees the prefix and itself"] * len(pad_y)),
+        go.Scatter(x=[], y=[], mode="markers", name="selected", hoverinfo="skip",
+                   marker=dict(size=24, color="rgba(0,0,0,0)", line=dict(color=SELECT_COLOR, width=3))),
     ])
     fig.update_layout(title=title, showlegend=False, template="none", plot_bgcolor="white",
                       margin=dict(l=10, r=10, t=40, b=10),
