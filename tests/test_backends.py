@@ -163,9 +163,12 @@ def test_custom_mask_kernel_padded_agrees_and_unpadded_corrupts(device):
         assert kernel.attention == "custom_mask" and kernel.mask_layout == layout
         assert torch.equal(kernel.custom_mask, batch.custom_mask) and torch.equal(kernel.mask_indptr, batch.mask_indptr)
         flagged = {cell.request for cell in ddtree.check_verify_batch(batch)}
-        wrong = {k for k, (req, applied) in enumerate(zip(rec.requests, kernel.applied))
-                 if not torch.equal(applied[:req.n_nodes], req.attention_mask()[:req.n_nodes])}
+        wrong = {k for k, applied in enumerate(kernel.applied) if not torch.equal(applied, ddtree.expected_mask(batch, k))}
         assert wrong == flagged == (set() if layout == "padded" else {1, 2})
+        for k, applied in enumerate(kernel.applied):  # the kernel reads the flat buffer for the draft columns only
+            ctx = rec.requests[k].context_len
+            assert applied[:, :ctx].all()
+            assert torch.equal(applied[:, ctx:], ddtree.effective_mask(batch, k)[:, ctx:])
 
 
 @pytest.mark.skipif(not SHARED_TOOL.exists(), reason="the shared import-cycles tool is not beside this checkout")

@@ -592,3 +592,20 @@ def test_explorer_reports_a_full_context(pair):
     ex = Explorer(ddtree.Session(small, "0123456789", budget=4))
     results = [ex.step() for _ in range(12)]
     assert results[-1] is None and "context full" in ex.status.value and not ex.step_button.disabled
+
+
+def test_explorer_probes_the_kernel_of_a_native_batch(pair):
+    """A native batch through the serving engine's flat mask, packed the buggy way: with the probe on, every step
+    records the mask the kernel applied, and the mask view counts the wrong cells of the requests after the small
+    tree (and none in the small tree's own rows)."""
+    session = ddtree.Session(pair, ["a", "bb", "ccc"], budget=[2, 8, 8], backend="native", attention="custom_mask",
+                             mask_layout="unpadded")
+    ex = Explorer(session, probe=True)
+    assert ex.probe.layout.display == "" and ex.probe.value
+    rec = ex.step()
+    assert rec.kernel is not None and rec.kernel.applied is not None and rec.kernel.mask_layout == "unpadded"
+    assert ex.mask.counts[0] == 0 and ex.mask.counts[1] > 0 and ex.mask.counts[2] > 0
+    assert ex.mask.batch.layout == "unpadded"
+    ex.probe.value = False
+    assert ex.step().kernel.applied is None
+    assert Explorer(ddtree.Session(pair, "x", budget=4, backend="reference")).probe.layout.display == "none"

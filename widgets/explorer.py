@@ -55,7 +55,7 @@ class Explorer(widgets.VBox):
     `Explorer((records, meta))` or `Explorer("trace.json")` for a recorded trace."""
 
     def __init__(self, session_or_trace, *, seed: int = 0, play_interval_ms: int = 800,
-                 story_interval_ms: int = 1800):
+                 story_interval_ms: int = 1800, probe: bool = False):
         self.session, self.seed, self.twin, self.twins = None, seed, None, {}
         self.pinned, self._linking, self._running, self._last_step = None, False, False, 0.0
         self.play_interval_s = play_interval_ms / 1e3
@@ -99,6 +99,10 @@ class Explorer(widgets.VBox):
                                        description="budget",
                                        layout=widgets.Layout(width="150px"))
         self.side_by_side = toggle("side by side", False, "run each step also in a fork with other settings")
+        native = live and getattr(getattr(self.session, "backend", None), "name", None) == "native"
+        self.probe = toggle("probe kernel", bool(probe) and native, "each step also recovers the mask the attention "
+                            "kernel really applied (zero queries, one-hot values; native backend)")
+        self.probe.layout.display = "" if native else "none"
         self.compare = widgets.ToggleButtons(options=COMPARE, style=dict(button_width="124px"))
         self.budget_b = widgets.Dropdown(options=BUDGETS, value=8, description="budget B",
                                          layout=widgets.Layout(width="160px"))
@@ -138,7 +142,7 @@ class Explorer(widgets.VBox):
             view.layout.margin = "0 8px 0 0"
         self.logw.layout.width, self.path.layout.width = "49%", "49%"
         model_controls = (self.step_button, self.reset_button, self.method, self.verify, self.temperature,
-                          self.budget, self.side_by_side, self.compare, self.budget_b)
+                          self.budget, self.side_by_side, self.compare, self.budget_b, self.probe)
         self._model_controls = model_controls if live else ()
         if not live:
             for w in model_controls:
@@ -149,7 +153,7 @@ class Explorer(widgets.VBox):
             widgets.HBox([self.step_button, self.play, self.reset_button, self.round, self.request, self.status],
                          layout=widgets.Layout(align_items="center", flex_flow="row wrap")),
             widgets.HBox([self.method, self.verify, self.temperature, self.budget, self.side_by_side, self.compare,
-                          self.budget_b], layout=widgets.Layout(align_items="center", flex_flow="row wrap")),
+                          self.budget_b, self.probe], layout=widgets.Layout(align_items="center", flex_flow="row wrap")),
             widgets.HBox([self.stages, self.story, self.caption], layout=widgets.Layout(align_items="center",
                                                                                         width="100%")),
             self.stats, self.compare_note, self.main, self.bottom,
@@ -185,7 +189,7 @@ class Explorer(widgets.VBox):
         t0 = time.perf_counter()
         try:
             twin = self.session.fork(**self._variant()) if twin_on else None
-            record = self.session.step()
+            record = self.session.step(probe=True) if self.probe.value else self.session.step()
             other = twin.step() if twin is not None else None
         except ValueError as e:
             self.play.playing = False

@@ -55,9 +55,12 @@ class MaskGrid:
 
 
 def batch_of(record: RoundRecord) -> VerifyBatch:
-    """The padded verify batch a round's requests were packed into (rebuilt from the record)."""
+    """The verify batch a round's requests were packed into, rebuilt from the record: in the layout the kernel read
+    (a native-engine round with attention="custom_mask" carries it in record.kernel), else padded."""
+    kernel = record.kernel
+    layout = kernel.mask_layout if kernel is not None and kernel.custom_mask is not None else "padded"
     return pack_verify_batch([r.tree for r in record.requests], [r.context_len for r in record.requests],
-                             record.num_draft_tokens)
+                             record.num_draft_tokens, layout=layout)
 
 
 def read_block(batch: VerifyBatch, b: int) -> np.ndarray:

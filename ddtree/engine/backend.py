@@ -179,6 +179,8 @@ class NativeBackend:
         packed, layout = state.packed, state.packed.layout
         seq_lens = torch.tensor(ctx, device=self.decoder.device)
         applied = self.decoder.probe(packed.visible, seq_lens, state.rows) if probe else None
+        if applied is not None and layout is not None:  # in the flat mask's own rows: q_b x (seq_len_b + q_b)
+            applied = [m[:layout.rows(b), :ctx[b] + layout.rows(b)] for b, m in enumerate(applied)]
         return KernelRead(attention=self.decoder.attention, mask_layout=self.mask_layout,
                           custom_mask=None if layout is None else layout.custom_mask,
                           mask_indptr=None if layout is None else layout.mask_indptr, applied=applied)
