@@ -83,8 +83,9 @@ class Session:
         limit = pair.max_context if max_len is None else min(check_int("max_len", max_len, minimum=1),
                                                              pair.max_context)
         ids = encode_prompts(pair, prompts, chat, self.settings, limit)
-        if max_len is None and backend == "native":  # a static cache: room for 1024 tokens past the longest prompt
-            limit = min(limit, max(len(x) for x in ids) + 1024)
+        if max_len is None and backend == "native":  # a static cache: room for 1024 tokens and a round past the
+            rows = max(num_draft_tokens(self.settings, pair), pair.block_size if pair.drafter is not None else 1)
+            limit = min(limit, max(len(x) for x in ids) + 1024 + rows)  # longest prompt
         max_len = limit
         if backend == "native":
             self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs,

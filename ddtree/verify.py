@@ -83,8 +83,8 @@ def verify_sampled(tree: DraftTree, target_logits: torch.Tensor, temperature: fl
         return verify_greedy(tree, target_logits)
     _check_tree_logits(tree, target_logits)
     n = tree.n_nodes
-    if coins is None:
-        coins = draw_coins(generator, 1, n, target_logits.device)[:, 0]
+    if coins is None:  # drawn where the generator lives (the walk itself runs on the host)
+        coins = draw_coins(generator, 1, n, generator.device if generator is not None else "cpu")[:, 0]
     elif not isinstance(coins, torch.Tensor) or tuple(coins.shape) != (2, n) or not coins.is_floating_point():
         raise ValueError(f"coins must be a float tensor [2, n_nodes] = [2, {n}], got "
                          f"{tuple(coins.shape) if isinstance(coins, torch.Tensor) else type(coins).__name__}")
@@ -107,7 +107,8 @@ def sample_walks(tree: DraftTree, target_logits: torch.Tensor, temperature: floa
     top_p = check_top_p(top_p)
     num_samples = check_int("num_samples", num_samples, minimum=1)
     device, vocab = target_logits.device, target_logits.shape[-1]
-    u = torch.rand(num_samples, tree.n_nodes, generator=generator, dtype=torch.float64, device=device)
+    u = torch.rand(num_samples, tree.n_nodes, generator=generator, dtype=torch.float64,
+                   device=generator.device if generator is not None else device).to(device)
     keys, child_of_key = _child_keys(tree, vocab, device)
 
     cur = torch.zeros(num_samples, dtype=torch.long, device=device)
