@@ -112,7 +112,7 @@ class Explorer(widgets.VBox):
             other = twin.step() if twin is not None else None
         except ValueError as e:
             self.play.playing = False
-            self.status.value = f"<span style='color:#e41a1c'>{e}</span>"
+            self.status.value = f"<span style='color:#e41a1c'>{html.escape(str(e))}</span>"
             return None
         self.records.append(record)
         if other is not None:
@@ -179,7 +179,7 @@ class Explorer(widgets.VBox):
         try:
             self.session = self.session.fork(**self._settings())
         except ValueError as e:
-            self.status.value = f"<span style='color:#e41a1c'>{e}</span>"
+            self.status.value = f"<span style='color:#e41a1c'>{html.escape(str(e))}</span>"
             return
         s = self.session.settings
         self.status.value = f"next rounds: {s.method}, {s.verify}, T={s.temperature:g}, budget {s.budget}"
@@ -214,7 +214,10 @@ def _is_session(obj) -> bool:
 
 def _trace(obj) -> tuple[list[RoundRecord], dict]:
     if isinstance(obj, (str, Path)):
-        return load_trace(obj)
+        records, meta = load_trace(obj)
+        if not records:
+            raise ValueError(f"trace {obj} holds no recorded rounds: nothing to show")
+        return records, meta
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict):
         obj, meta = obj
     else:

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ddtree.record import RequestRound, RoundRecord
-from ddtree.widgets.nodes import ACCEPT_COLOR, describe, logw_colors, node_infos
+from ddtree.widgets.nodes import ACCEPT_COLOR, describe, escape, logw_colors, node_infos
 
 PATH_COLORS = ("#fdd0a2", "#c6dbef", "#c7e9c0", "#dadaeb", "#fcbba1", "#d9d9d9")
 
@@ -27,7 +27,7 @@ def logweight_figure(req: RequestRound, *, title: str = "", width: int = 560, he
                    marker=dict(size=9, color=logw_colors([n.logw for n in infos]) if infos else [],
                                line=dict(color=[ACCEPT_COLOR if n.accepted else "#555555" for n in infos],
                                          width=[2.5 if n.accepted else 0.5 for n in infos])),
-                   hovertext=[describe(n).replace("\n", "<br>") for n in infos], hoverinfo="text"),
+                   hovertext=[escape(describe(n)) for n in infos], hoverinfo="text"),
         dict(type="scatter", x=[0.0] + [a for a, _ in acc], y=[0.0] + [n.logw for _, n in acc], mode="lines",
                    line=dict(color=ACCEPT_COLOR, width=2), name="accepted path", hoverinfo="skip"),
         dict(type="scatter", x=[a for a, _ in known], y=[n.target_prob for _, n in known], mode="markers", yaxis="y2",

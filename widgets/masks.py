@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from ddtree.batch import VerifyBatch, expected_mask, pack_verify_batch
 from ddtree.record import RoundRecord
-from ddtree.widgets.nodes import ACCEPT_COLOR, token_text
+from ddtree.widgets.nodes import ACCEPT_COLOR, escape, token_text
 
 HIDDEN, PAD_HIDDEN, PAD_VISIBLE, VISIBLE, DISAGREE = range(5)  # max-pooling keeps the highest
 CATEGORY_NAMES = ("hidden", "padding, hidden", "padding, visible", "visible", "disagrees with expected")
@@ -148,7 +148,7 @@ def _lines(name: str, segments: list[tuple], line: dict) -> dict:
 def row_labels(record: RoundRecord, b: int) -> list[str]:
     """Query-row tick labels of a recorded request: node index and token text, 'pad' for padding rows."""
     req = record.requests[b]
-    return [f"{i} '{token_text(req, t)[:8]}'" if i < req.n_nodes else f"{i} pad"
+    return [f"{i} '{escape(token_text(req, t)[:8])}'" if i < req.n_nodes else f"{i} pad"
             for i, t in enumerate(req.input_ids)]
 
 

@@ -7,6 +7,7 @@ parent's smallest stored probability) is known.
 """
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 
@@ -89,6 +90,12 @@ def describe(node: NodeInfo) -> str:
     if node.choice >= 0:
         lines.append(f"target's choice here: '{node.choice_text}'")
     return "\n".join(lines)
+
+
+def escape(text: str) -> str:
+    """`text` made safe for plotly hover, label and tick text (a subset of HTML): &, < and > escaped, newlines as
+    <br>. Every string with token text passes through it before it reaches a figure."""
+    return html.escape(text, quote=False).replace("\n", "<br>")
 
 
 def target_prob_text(node: NodeInfo) -> str:
