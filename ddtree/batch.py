@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 import torch
 
-from ddtree._checks import check_int
+from ddtree._checks import MAX_BUDGET, check_cells, check_int
 from ddtree.retrieve import retrieve_encoding
-from ddtree.tree import DraftTree, visibility
+from ddtree.tree import DraftTree, check_tree, visibility
 
 LAYOUTS = ("padded", "unpadded")
 
@@ -66,7 +66,10 @@ class MaskCell(NamedTuple):
 
 def request_mask(tree: DraftTree, seq_len: int, rows: int) -> torch.Tensor:
     """`mask  # [rows, seq_len + rows]` bool that request's rows must see; rows >= tree.n_nodes pads the tree."""
-    n = tree.n_nodes
+    n = check_tree(tree).n_nodes
+    seq_len = check_int("seq_len", seq_len)
+    rows = check_int("rows", rows, minimum=n)
+    check_cells(rows * (seq_len + rows), f"request_mask [rows, seq_len + rows] with rows = {rows}, seq_len = {seq_len}")
     mask = torch.zeros(rows, seq_len + rows, dtype=torch.bool)
     mask[:, :seq_len] = True
     mask[:n, seq_len:seq_len + n] = visibility(tree)
@@ -76,8 +79,9 @@ def request_mask(tree: DraftTree, seq_len: int, rows: int) -> torch.Tensor:
 
 
 def pack_verify_batch(trees, seq_lens, num_draft_tokens: int, *, layout: str = "padded") -> VerifyBatch:
-    """Pack one verify forward for several requests; see the module docstring for the layouts."""
-    q_all = check_int("num_draft_tokens", num_draft_tokens, minimum=1)
+    """Pack one verify forward for several requests; see the module docstring for the layouts. The whole mask
+    (sum over requests of num_draft_tokens x (seq_len + num_draft_tokens)) must fit ddtree._checks.MAX_CELLS."""
+    q_all = check_int("num_draft_tokens", num_draft_tokens, minimum=1, maximum=MAX_BUDGET + 1)
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     trees = list(trees)
@@ -86,6 +90,8 @@ def pack_verify_batch(trees, seq_lens, num_draft_tokens: int, *, layout: str = "
     seq_lens = [check_int(f"seq_lens[{b}]", s) for b, s in enumerate(_as_list("seq_lens", seq_lens))]
     if len(seq_lens) != len(trees):
         raise ValueError(f"seq_lens must have one entry per tree: {len(trees)} trees, {len(seq_lens)} seq_lens")
+    check_cells(sum(q_all * (s + q_all) for s in seq_lens),
+                f"the batch's mask (sum of num_draft_tokens x (seq_lens + num_draft_tokens), {len(trees)} requests)")
     for b, tree in enumerate(trees):
         if tree.n_nodes > q_all:
             raise ValueError(f"trees[{b}] has {tree.n_nodes} nodes > num_draft_tokens = {q_all}")
@@ -124,6 +130,7 @@ def pack_verify_batch(trees, seq_lens, num_draft_tokens: int, *, layout: str = "
 
 def expected_mask(batch: VerifyBatch, b: int) -> torch.Tensor:
     """`[q_b, seq_len_b + q_b]` bool: the ancestor mask request b's rows should get (padding as documented)."""
+    b = _check_request(batch, b)
     return request_mask(batch.trees[b], int(batch.seq_lens[b]), batch.rows(b))
 
 
@@ -133,6 +140,7 @@ def effective_mask(batch: VerifyBatch, b: int) -> torch.Tensor:
     It reads the flat buffer at mask_indptr[b] with row width seq_len_b + q_b; cells past the end of the buffer
     (an out-of-bounds read in a real kernel) read as False.
     """
+    b = _check_request(batch, b)
     q, width = batch.rows(b), int(batch.seq_lens[b]) + batch.rows(b)
     start = int(batch.mask_indptr[b])
     inside = batch.custom_mask[start:start + q * width]
@@ -143,12 +151,20 @@ def effective_mask(batch: VerifyBatch, b: int) -> torch.Tensor:
 
 def check_verify_batch(batch: VerifyBatch) -> list[MaskCell]:
     """Every mask cell where what the backend reads differs from the request's ancestor mask; empty when all is well."""
+    if not isinstance(batch, VerifyBatch):
+        raise ValueError(f"batch must be a VerifyBatch, got {type(batch).__name__}")
     bad = []
     for b in range(batch.batch_size):
         want, got = expected_mask(batch, b), effective_mask(batch, b)
         for row, col in (want != got).nonzero().tolist():
             bad.append(MaskCell(b, row, col, bool(want[row, col]), bool(got[row, col])))
     return bad
+
+
+def _check_request(batch: VerifyBatch, b) -> int:
+    if not isinstance(batch, VerifyBatch):
+        raise ValueError(f"batch must be a VerifyBatch, got {type(batch).__name__}")
+    return check_int("b (request index)", b, maximum=batch.batch_size - 1)
 
 
 def _pad(x: torch.Tensor, length: int) -> torch.Tensor:

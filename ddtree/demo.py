@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 import ddtree
+from ddtree._checks import MAX_BUDGET
 from ddtree.text import format_rounds, format_tree
 
 PROMPT = "Write a Python function that checks whether a string is a palindrome."
@@ -96,11 +97,20 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
     return path
 
 
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        """One line on stderr (no usage block, no traceback), exit status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the options)\n")
+
+
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m ddtree.demo", description=__doc__.split("\n\n")[0])
+    """The CLI: every option is checked before anything loads, and a bad value (or a failure later) is one line on
+    stderr, no traceback."""
+    parser = OneLineParser(prog="python -m ddtree.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--method", choices=("ddtree", "dflash", "ar"), default="ddtree")
-    parser.add_argument("--budget", type=int, default=32, help="draft tree nodes per round (default 32)")
+    parser.add_argument("--budget", type=int, default=32,
+                        help=f"draft tree nodes per round, 1..{MAX_BUDGET} (default 32)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--report", default=REPORT, help=f"HTML report path (default ./{REPORT})")
     parser.add_argument("--synthetic", action="store_true", help="one round on a synthetic example, no model")
@@ -108,13 +118,48 @@ def main(argv=None) -> None:
     if args.synthetic:
         synthetic_demo()
         return
+    try:
+        check_options(args)
+    except ValueError as e:
+        parser.error(str(e))
     from ddtree.models import load_default_pair
     try:
         pair = load_default_pair()
+        run_demo(pair, args.prompt, method=args.method, budget=args.budget,
+                 max_new_tokens=args.max_new_tokens, report=args.report)
     except FileNotFoundError as e:
-        raise SystemExit(f"{e}\n(python -m ddtree.demo --synthetic runs without a model)") from None
-    run_demo(pair, args.prompt, method=args.method, budget=args.budget,
-             max_new_tokens=args.max_new_tokens, report=args.report)
+        raise SystemExit(f"{parser.prog}: error: {e} (python -m ddtree.demo --synthetic runs without a model)") from None
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"{parser.prog}: error: {e}") from None
+
+
+def check_options(args) -> None:
+    """ValueError naming the first bad option of a parsed command line (the report path must be writable now)."""
+    if not args.prompt.strip():
+        raise ValueError("--prompt must be a non-empty text")
+    if not 1 <= args.budget <= MAX_BUDGET:
+        raise ValueError(f"--budget must be in [1, {MAX_BUDGET}], got {args.budget}")
+    if args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    check_writable(args.report)
+
+
+def check_writable(path) -> None:
+    """ValueError unless a file can be written at `path` (tried by opening it for appending; a file created by the
+    try is removed again)."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise ValueError(f"--report {path} is a directory; give a file path")
+    if not target.parent.is_dir():
+        raise ValueError(f"--report {path}: the folder {target.parent} does not exist")
+    existed = target.exists()
+    try:
+        with open(target, "a"):
+            pass
+    except OSError as e:
+        raise ValueError(f"--report {path} cannot be written ({e.strerror or e})") from None
+    if not existed:
+        target.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

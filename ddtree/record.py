@@ -2,24 +2,28 @@
 
 A RoundRecord holds no model references: tokens, texts, trees, probabilities and times. It is shaped for batches
 (`requests`, one RequestRound per request) even where a session runs one request.
-Traces are versioned JSON (no pickle); loading validates every field and fails with a clear ValueError.
+Traces are versioned JSON (no pickle); loading validates every field's type and value and fails with a clear
+ValueError. Only regular files up to MAX_TRACE_BYTES (64 MiB, adjustable per call) are read.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import torch
 
+from ddtree._checks import MAX_BUDGET, TOKEN_LIMIT, check_cells, check_int
 from ddtree.batch import request_mask
-from ddtree.tree import DraftTree
-
 from ddtree.settings import METHODS, VERIFY_RULES
+from ddtree.tree import DraftTree, finite
 
 TRACE_FORMAT = "ddtree-trace"
 TRACE_VERSION = 1
+MAX_TRACE_BYTES = 64 * 2**20  # load_trace refuses larger files unless given max_bytes
 
 
 @dataclass
@@ -94,18 +98,32 @@ class RoundRecord:
         return d
 
 
-def save_trace(records: list[RoundRecord], path, *, meta: dict | None = None) -> None:
-    """Write records as versioned JSON (`meta` is free-form JSON-safe information, e.g. the prompt)."""
-    doc = {"format": TRACE_FORMAT, "version": TRACE_VERSION, "meta": meta or {},
+def save_trace(records: list[RoundRecord], path, *, meta: dict | None = None, vocab_size: int | None = None) -> None:
+    """Write records as versioned JSON (`meta` is free-form JSON-safe information, e.g. the prompt). Pass
+    `vocab_size` (e.g. pair.vocab_size) to store it as meta["vocab_size"]: load_trace then bounds every token id by
+    it (by 2**31 - 1 without it)."""
+    meta = dict(meta or {})
+    if vocab_size is not None:
+        meta["vocab_size"] = check_int("vocab_size", vocab_size, minimum=1, maximum=TOKEN_LIMIT)
+    doc = {"format": TRACE_FORMAT, "version": TRACE_VERSION, "meta": meta,
            "records": [r.to_dict() for r in records]}
     Path(path).write_text(json.dumps(doc, allow_nan=False))
 
 
-def load_trace(path) -> tuple[list[RoundRecord], dict]:
-    """Read a trace written by save_trace: `(records, meta)`. Anything malformed is a ValueError saying where."""
+def load_trace(path, *, max_bytes: int = MAX_TRACE_BYTES) -> tuple[list[RoundRecord], dict]:
+    """Read a trace written by save_trace: `(records, meta)`. Anything malformed is a ValueError saying where.
+
+    Only regular files of at most `max_bytes` (default MAX_TRACE_BYTES = 64 MiB) are read; pipes, devices and
+    directories are refused before reading. Values are checked, not just types: ranges, the tree's structure, token
+    ids within meta["vocab_size"] (2**31 - 1 when absent), the verify rows and positions against the tree, the
+    accepted path and committed tokens against the tree and the target's choices, probabilities in [0, 1].
+    """
+    data = _read_regular_file(path, check_int("max_bytes", max_bytes, minimum=1))
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"trace {path}: JSON nested too deeply") from None
+    except ValueError as e:  # bad JSON, bad encoding, an integer literal over Python's digit limit
         raise ValueError(f"trace {path}: not a readable JSON file ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != TRACE_FORMAT:
         raise ValueError(f"trace {path}: not a ddtree trace (expected 'format': {TRACE_FORMAT!r})")
@@ -114,13 +132,44 @@ def load_trace(path) -> tuple[list[RoundRecord], dict]:
     meta, records = doc.get("meta", {}), doc.get("records")
     if not isinstance(meta, dict) or not isinstance(records, list):
         raise ValueError(f"trace {path}: 'meta' must be an object and 'records' a list")
+    vocab = meta.get("vocab_size", TOKEN_LIMIT)
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or not 1 <= vocab <= TOKEN_LIMIT:
+        raise ValueError(f"trace {path}: meta.vocab_size must be an int in [1, {TOKEN_LIMIT}], got {vocab!r}")
     out = []
     for i, rec in enumerate(records):
         try:
-            out.append(_round_from_dict(rec))
+            out.append(_round_from_dict(rec, vocab))
         except (ValueError, TypeError, KeyError) as e:
             raise ValueError(f"trace {path}: records[{i}]: {e}") from None
     return out, meta
+
+
+def _read_regular_file(path, max_bytes: int) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `max_bytes`; checked on the open descriptor before
+    reading (opened non-blocking, so a named pipe cannot block)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"trace path must be a str or os.PathLike, got {type(path).__name__}")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"trace {path}: cannot open it ({e})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"trace {path}: not a regular file (a directory, pipe or device); save_trace writes "
+                             "regular files")
+        if info.st_size > max_bytes:
+            raise ValueError(f"trace {path}: {info.st_size / 2**20:.1f} MB is over the {max_bytes / 2**20:.1f} MB "
+                             "limit (load_trace(..., max_bytes=...) raises it)")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise ValueError(f"trace {path}: cannot read it ({e})") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise ValueError(f"trace {path}: grew past the {max_bytes / 2**20:.1f} MB limit while being read")
+    return data
 
 
 _INT, _FLOAT, _STR = "int", "float", "str"
@@ -131,6 +180,7 @@ _REQUEST_SCHEMA = {
 }
 _ROUND_SCHEMA = {"index": _INT, "method": _STR, "verify": _STR, "temperature": _FLOAT, "top_p": _FLOAT,
                  "budget": _INT, "num_draft_tokens": _INT}
+_PROB_SLACK = 1e-6  # rounding allowed above a probability of 1 or a log-probability of 0
 
 
 def _check(value, kind, where: str):
@@ -143,7 +193,7 @@ def _check(value, kind, where: str):
         raise ValueError(f"{where} must be an int, got {value!r}")
     elif kind == _FLOAT and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise ValueError(f"{where} must be a number, got {value!r}")
-    elif kind == _FLOAT and not math.isfinite(value):
+    elif kind == _FLOAT and not finite(value):
         raise ValueError(f"{where} must be finite, got {value!r}")
     elif kind == _STR and not isinstance(value, str):
         raise ValueError(f"{where} must be a string, got {type(value).__name__}")
@@ -157,40 +207,128 @@ def _expect_keys(d, schema_keys: set, where: str) -> None:
         raise ValueError(f"{where} keys differ from the schema (missing {missing}, unexpected {extra})")
 
 
-def _request_from_dict(d: dict, where: str) -> RequestRound:
+def _ids(values: list, vocab: int, where: str, *, allow=()) -> None:
+    """Every value a token id in [0, vocab) (or one of `allow`)."""
+    bad = next((v for v in values if not 0 <= v < vocab and v not in allow), None)
+    if bad is not None:
+        extra = f" (or {' / '.join(map(str, allow))})" if allow else ""
+        raise ValueError(f"{where} must be token ids in [0, vocab_size = {vocab}){extra}, got {bad!r} "
+                         "(vocab_size: meta.vocab_size, or 2**31 - 1 when the trace has none)")
+
+
+def _in_range(values: list, low, high, where: str) -> None:
+    """Every value in [low, high]."""
+    bad = next((v for v in values if not low <= v <= high), None)
+    if bad is not None:
+        raise ValueError(f"{where} must hold values in [{low}, {high}], got {bad!r}")
+
+
+def _table(tokens: list[list[int]], values: list[list[float]], rows: int | None, where: str) -> None:
+    """Two row-aligned tables [rows][K] with one K (K >= 1 when rows > 0)."""
+    if len(values) != len(tokens) or (rows is not None and len(tokens) != rows):
+        raise ValueError(f"{where}: tokens and values must have {'one' if rows is None else rows} row count, got "
+                         f"{len(tokens)} and {len(values)}")
+    widths = {len(r) for r in tokens} | {len(r) for r in values}
+    if len(widths) > 1 or widths == {0}:
+        raise ValueError(f"{where}: every row must hold the same number K >= 1 of entries, got widths {sorted(widths)}")
+
+
+def _request_from_dict(d: dict, where: str, vocab: int, rows: int) -> RequestRound:
     _expect_keys(d, set(_REQUEST_SCHEMA) | {"tree", "token_texts"}, where)
     for key, kind in _REQUEST_SCHEMA.items():
         _check(d[key], kind, f"{where}.{key}")
     texts = d["token_texts"]
-    if not isinstance(texts, dict) or not all(isinstance(v, str) and k.lstrip("-").isdigit() for k, v in texts.items()):
-        raise ValueError(f"{where}.token_texts must map token ids to strings")
-    tree = DraftTree.from_dict(d["tree"])
-    n = tree.n_nodes
-    for key in ("target_top_tokens", "target_top_probs", "target_choice"):
-        if len(d[key]) != n:
-            raise ValueError(f"{where}.{key} must have one entry per tree node ({n}), got {len(d[key])}")
-    if len(d["input_ids"]) != len(d["positions"]) or len(d["input_ids"]) < n:
-        raise ValueError(f"{where}: input_ids and positions must have one length >= the tree's {n} nodes")
-    accepted = d["accepted"]
+    if not isinstance(texts, dict) or not all(isinstance(v, str) and k.isascii() and k.isdigit() and len(k) <= 10
+                                              and k == str(int(k)) and int(k) < vocab for k, v in texts.items()):
+        raise ValueError(f"{where}.token_texts must map token ids in [0, vocab_size = {vocab}) (as decimal strings) "
+                         "to strings")
+    try:
+        tree = DraftTree.from_dict(d["tree"])
+    except ValueError as e:
+        raise ValueError(f"{where}.{e}") from None
+    n, tokens, depths = tree.n_nodes, tree.tokens.tolist(), tree.depths.tolist()
+    _ids(tokens, vocab, f"{where}.tree.tokens (the root's too: it is set in a record)")
+    logws, parents = tree.node_logws.tolist(), tree.parents.tolist()
+    if logws[0] != 0 or any(logws[i] > logws[parents[i]] + _PROB_SLACK for i in range(1, n)):
+        raise ValueError(f"{where}.tree.node_logws must be 0 at the root and fall along every path (sums of "
+                         "log-probabilities <= 0)")
+    ctx = d["context_len"]
+    _in_range([ctx], 0, TOKEN_LIMIT - rows, f"{where}.context_len")
+    check_cells(rows * (ctx + rows), f"{where}: the verify mask [rows, context_len + rows]")
+
+    ids, positions = d["input_ids"], d["positions"]
+    if len(ids) != rows or len(positions) != rows or rows < n:
+        raise ValueError(f"{where}: input_ids and positions must have num_draft_tokens = {rows} entries, at least "
+                         f"the tree's {n} nodes, got {len(ids)} and {len(positions)}")
+    if ids != tokens + [tokens[0]] * (rows - n):
+        raise ValueError(f"{where}.input_ids must be the tree's tokens, then the root token on padding rows")
+    if positions != [ctx + dep for dep in depths] + [ctx] * (rows - n):
+        raise ValueError(f"{where}.positions must be context_len + depth, and context_len on padding rows")
+
+    _table(d["draft_top_tokens"], d["draft_top_logprobs"], None, f"{where}.draft_top_tokens/draft_top_logprobs")
+    if d["draft_top_tokens"] and len(d["draft_top_tokens"]) < tree.max_depth:
+        raise ValueError(f"{where}.draft_top_tokens must have a row per draft depth (>= the tree's depth "
+                         f"{tree.max_depth}), got {len(d['draft_top_tokens'])}")
+    _ids([t for row in d["draft_top_tokens"] for t in row], vocab, f"{where}.draft_top_tokens")
+    _in_range([v for row in d["draft_top_logprobs"] for v in row], -math.inf, _PROB_SLACK, f"{where}.draft_top_logprobs")
+    _table(d["target_top_tokens"], d["target_top_probs"], n, f"{where}.target_top_tokens/target_top_probs "
+                                                              "(one row per tree node)")
+    _ids([t for row in d["target_top_tokens"] for t in row], vocab, f"{where}.target_top_tokens")
+    probs = d["target_top_probs"]
+    _in_range([p for row in probs for p in row], 0.0, 1.0 + _PROB_SLACK, f"{where}.target_top_probs (probabilities)")
+    if any(sum(row) > 1 + 1e-3 for row in probs):
+        raise ValueError(f"{where}.target_top_probs: a row sums to more than 1")
+
+    choice, accepted, accepted_tokens = d["target_choice"], d["accepted"], d["accepted_tokens"]
+    if len(choice) != n:
+        raise ValueError(f"{where}.target_choice must have one entry per tree node ({n}), got {len(choice)}")
+    _ids(choice, vocab, f"{where}.target_choice", allow=(-1,))
+    _ids([d["bonus_token"]], vocab, f"{where}.bonus_token")
     if not accepted or accepted[0] != 0 or any(not 0 <= a < n for a in accepted) or accepted != tree.path(accepted[-1]):
         raise ValueError(f"{where}.accepted must be a root-to-node path of the tree, got {accepted}")
+    if accepted_tokens != [tokens[a] for a in accepted[1:]]:
+        raise ValueError(f"{where}.accepted_tokens must be the tree's tokens at the accepted nodes "
+                         f"{[tokens[a] for a in accepted[1:]]}, got {accepted_tokens}")
+    committed = accepted_tokens + [d["bonus_token"]]
+    if [choice[a] for a in accepted] != committed:
+        raise ValueError(f"{where}.target_choice at the accepted nodes must be the committed tokens {committed} "
+                         "(the walk moves to the child the target chose, and the last choice is the bonus)")
+    if d["bonus_token"] in {tokens[c] for c in tree.children(accepted[-1])}:
+        raise ValueError(f"{where}.bonus_token is a child's token of the last accepted node: the walk would have "
+                         "moved there")
     fields_ = {k: d[k] for k in _REQUEST_SCHEMA}
     return RequestRound(tree=tree, token_texts={int(k): v for k, v in texts.items()}, **fields_)
 
 
-def _round_from_dict(d: dict) -> RoundRecord:
+def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
     _expect_keys(d, set(_ROUND_SCHEMA) | {"times", "requests"}, "round")
     for key, kind in _ROUND_SCHEMA.items():
         _check(d[key], kind, key)
     if d["method"] not in METHODS or d["verify"] not in VERIFY_RULES:
         raise ValueError(f"method must be one of {METHODS} and verify one of {VERIFY_RULES}")
+    _in_range([d["index"]], 0, TOKEN_LIMIT, "index")
+    _in_range([d["budget"]], 0, MAX_BUDGET, "budget")
+    _in_range([d["num_draft_tokens"]], 1, MAX_BUDGET + 1, "num_draft_tokens")
+    _in_range([d["temperature"]], 0.0, math.inf, "temperature")
+    if not 0 < d["top_p"] <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {d['top_p']}")
     times = d["times"]
     if not isinstance(times, dict) or not all(isinstance(k, str) for k in times):
         raise ValueError("times must map stage names to seconds")
     for k, v in times.items():
         _check(v, _FLOAT, f"times.{k}")
+        _in_range([v], 0.0, math.inf, f"times.{k} (seconds)")
     if not isinstance(d["requests"], list) or not d["requests"]:
         raise ValueError("requests must be a non-empty list")
-    requests = [_request_from_dict(r, f"requests[{b}]") for b, r in enumerate(d["requests"])]
+    requests = [_request_from_dict(r, f"requests[{b}]", vocab, d["num_draft_tokens"])
+                for b, r in enumerate(d["requests"])]
+    check_cells(sum(d["num_draft_tokens"] * (r.context_len + d["num_draft_tokens"]) for r in requests),
+                "the round's verify batch mask")
+    for b, r in enumerate(requests):
+        method_ok = {"ar": r.n_nodes == 1 and not r.draft_top_tokens,
+                     "dflash": r.tree.parents.tolist() == list(range(-1, r.n_nodes - 1)),
+                     "ddtree": r.n_nodes - 1 <= d["budget"]}[d["method"]]
+        if not method_ok:
+            raise ValueError(f"requests[{b}]: the tree does not fit method {d['method']!r} (ar: the root alone and no "
+                             "draft rows; dflash: a chain; ddtree: at most budget nodes below the root)")
     return RoundRecord(requests=requests, times=dict(times), **{k: d[k] for k in _ROUND_SCHEMA})
-

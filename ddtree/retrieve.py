@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from ddtree.tree import DraftTree
+from ddtree._checks import MAX_CELLS, check_int
+from ddtree.tree import DraftTree, check_tree
 
 
 def retrieve_encoding(tree: DraftTree, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -11,9 +12,10 @@ def retrieve_encoding(tree: DraftTree, offset: int = 0) -> tuple[torch.Tensor, t
 
     retrive_index[i] = offset + i, the flat row of node i in a verify input that places this tree at `offset`;
     retrive_next_token[i] = first child of node i or -1; retrive_next_sibling[i] = next sibling or -1.
-    Sibling order is node index order, which is draft rank order.
+    Sibling order is node index order, which is draft rank order. `offset` is an int in [0, 2**31].
     """
-    n = tree.n_nodes
+    n = check_tree(tree).n_nodes
+    offset = check_int("offset", offset, maximum=MAX_CELLS)
     next_token = [-1] * n
     next_sibling = [-1] * n
     last_child: dict[int, int] = {}

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ddtree._checks import check_int, check_temperature, check_top_p
+from ddtree._checks import MAX_BUDGET, check_int, check_temperature, check_top_p
 
 METHODS = ("ddtree", "dflash", "ar")
 VERIFY_RULES = ("greedy", "sampled")
 BACKENDS = ("auto", "reference", "native")
 STAGES = ("draft", "tree", "pack", "verify", "walk", "commit")
-MAX_BUDGET = 4096  # nodes per tree; far past where a verify forward stops paying off
 AUTO = "auto"  # budget="auto": each round's budget chosen among AUTO_BUDGETS (ddtree.budget)
 AUTO_BUDGETS = (8, 16, 32, 64, 128, 256)
 

@@ -9,9 +9,10 @@ Tie-breaking (deterministic):
 - within a depth, tokens are ranked by draft log-prob, highest first, equal log-probs by lower token id;
 - between heap candidates of equal score: lower depth first, then lower parent node index, then lower rank.
 Candidates whose score is -inf (zero draft probability) are never selected, so a budget larger than the number of
-paths the drafter allows is capped, not an error.
+paths the drafter allows is capped, not an error; a budget that still exceeds MAX_BUDGET (4096) nodes is refused.
 
-Tree tensors always live on the CPU: they are small and mostly walked by Python code.
+Tree tensors always live on the CPU: they are small and mostly walked by Python code. A DraftTree checks its
+structure once, when it is made (parents precede children, depths follow parents, distinct sibling tokens).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from typing import NamedTuple
 
 import torch
 
-from ddtree._checks import check_int, check_logits, check_temperature
+from ddtree._checks import MAX_BUDGET, TOKEN_LIMIT, check_cells, check_int, check_logits, check_temperature, \
+    check_token
 
 _FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
 
@@ -34,6 +36,9 @@ class DraftTree:
     depths: torch.Tensor  # [n] long; root 0
     ranks: torch.Tensor  # [n] long; top-K rank of the token at its depth, root -1
     node_logws: torch.Tensor  # [n] float64; sum of draft log-probs along the path, root 0.0
+
+    def __post_init__(self):
+        _check_structure(self)
 
     @property
     def n_nodes(self) -> int:
@@ -60,7 +65,7 @@ class DraftTree:
     def with_root_token(self, token: int) -> DraftTree:
         """A copy whose root carries `token` (the bonus token committed by the previous round)."""
         tokens = self.tokens.clone()
-        tokens[0] = check_int("token", token)
+        tokens[0] = check_token("token", token)
         return DraftTree(tokens, self.parents, self.depths, self.ranks, self.node_logws)
 
     def first(self, n_nodes: int) -> DraftTree:
@@ -82,50 +87,106 @@ class DraftTree:
         for name in _FIELDS:
             v = d[name]
             ok_item = (lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)) if name == "node_logws" else (
-                lambda x: isinstance(x, int) and not isinstance(x, bool))
+                lambda x: isinstance(x, int) and not isinstance(x, bool) and -1 <= x < TOKEN_LIMIT)
             if not isinstance(v, list) or not all(ok_item(x) for x in v):
-                raise ValueError(f"tree dict field {name!r} must be a list of {'numbers' if name == 'node_logws' else 'ints'}")
+                raise ValueError(f"tree dict field {name!r} must be a list of "
+                                 f"{'numbers' if name == 'node_logws' else f'ints in [-1, {TOKEN_LIMIT})'}")
         n = len(d["tokens"])
         if n == 0 or any(len(d[name]) != n for name in _FIELDS):
             raise ValueError(f"tree dict fields must be non-empty lists of one length, got lengths "
                              f"{ {name: len(d[name]) for name in _FIELDS} }")
-        parents, depths = d["parents"], d["depths"]
-        if parents[0] != -1 or depths[0] != 0:
-            raise ValueError("tree dict: node 0 must be the root (parents[0] == -1, depths[0] == 0)")
-        for i in range(1, n):
-            if not 0 <= parents[i] < i:
-                raise ValueError(f"tree dict: parents[{i}] = {parents[i]} must be in [0, {i}) (parents precede children)")
-            if depths[i] != depths[parents[i]] + 1:
-                raise ValueError(f"tree dict: depths[{i}] = {depths[i]} must be its parent's depth + 1")
-            if d["tokens"][i] < 0:
-                raise ValueError(f"tree dict: tokens[{i}] = {d['tokens'][i]} must be a token id >= 0")
-        if not all(math.isfinite(x) for x in d["node_logws"]):
+        if not all(finite(x) for x in d["node_logws"]):
             raise ValueError("tree dict field 'node_logws' must be finite")
-        return DraftTree(
-            tokens=torch.tensor(d["tokens"], dtype=torch.long),
-            parents=torch.tensor(parents, dtype=torch.long),
-            depths=torch.tensor(depths, dtype=torch.long),
-            ranks=torch.tensor(d["ranks"], dtype=torch.long),
-            node_logws=torch.tensor(d["node_logws"], dtype=torch.float64),
-        )
+        try:
+            return DraftTree(*(torch.tensor(d[name], dtype=torch.float64 if name == "node_logws" else torch.long)
+                               for name in _FIELDS))
+        except ValueError as e:
+            raise ValueError(f"tree dict: {e}") from None
+
+
+def finite(x: int | float) -> bool:
+    """math.isfinite, False for an int too large for a float."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
+def check_tree(tree, name: str = "tree") -> DraftTree:
+    """`tree` if it is a DraftTree (its structure was checked when it was made), else a ValueError naming `name`."""
+    if not isinstance(tree, DraftTree):
+        raise ValueError(f"{name} must be a DraftTree, got {type(tree).__name__}")
+    return tree
+
+
+def _check_structure(t: DraftTree) -> None:
+    """ValueError unless the fields describe a tree: 1-D CPU tensors of one length n >= 1 (long, node_logws
+    floating), node 0 the root (parent -1, depth 0, rank -1, token -1 or an id), parents[i] in [0, i) (parents
+    precede children, so no cycles), depth = parent's depth + 1, ranks >= 0, token ids in [0, 2**31 - 1), no two
+    siblings with one token (the walk would be ambiguous), finite log-weights. Vectorised: a few small tensor ops."""
+    for name in _FIELDS:
+        v = getattr(t, name)
+        want = "floating" if name == "node_logws" else "torch.long"
+        if not isinstance(v, torch.Tensor) or v.ndim != 1 or v.device.type != "cpu" or \
+                not (v.is_floating_point() if name == "node_logws" else v.dtype == torch.long):
+            got = f"{v.dtype} {tuple(v.shape)} on {v.device}" if isinstance(v, torch.Tensor) else type(v).__name__
+            raise ValueError(f"DraftTree.{name} must be a 1-D {want} CPU tensor [n], got {got}")
+    n = t.tokens.shape[0]
+    lengths = [getattr(t, name).shape[0] for name in _FIELDS]
+    if n == 0 or any(length != n for length in lengths):
+        raise ValueError(f"DraftTree fields must have one length n >= 1, got lengths {dict(zip(_FIELDS, lengths))}")
+    tokens, parents, depths, ranks = t.tokens, t.parents, t.depths, t.ranks
+    if int(parents[0]) != -1 or int(depths[0]) != 0 or int(ranks[0]) != -1 or not -1 <= int(tokens[0]) < TOKEN_LIMIT:
+        raise ValueError("DraftTree node 0 must be the root: parents[0] = -1, depths[0] = 0, ranks[0] = -1, "
+                         f"tokens[0] = -1 or a token id, got {int(parents[0])}, {int(depths[0])}, {int(ranks[0])}, "
+                         f"{int(tokens[0])}")
+    p = parents[1:]
+    checks = (("parents", (p < 0) | (p >= torch.arange(1, n)), "must be in [0, i): parents precede children"),
+              ("depths", depths[1:] != depths[p.clamp(0, n - 1)] + 1, "must be its parent's depth + 1"),
+              ("ranks", ranks[1:] < 0, "must be >= 0"),
+              ("tokens", (tokens[1:] < 0) | (tokens[1:] >= TOKEN_LIMIT), f"must be a token id in [0, {TOKEN_LIMIT})"))
+    for name, bad, rule in checks:
+        if bad.any():
+            i = int(bad.nonzero()[0]) + 1
+            raise ValueError(f"DraftTree.{name}[{i}] = {int(getattr(t, name)[i])} {rule}")
+    if n > 1 and torch.unique(p * TOKEN_LIMIT + tokens[1:]).numel() != n - 1:
+        raise ValueError("DraftTree.tokens: two children of one parent carry the same token (siblings must differ)")
+    if not torch.isfinite(t.node_logws).all():
+        raise ValueError("DraftTree.node_logws must be finite")
 
 
 def build_tree(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> DraftTree:
     """Select up to `budget` non-root nodes from `draft_logits  # [depth, vocab]` (positions 1..depth after the root)."""
     check_logits("draft_logits", draft_logits, shape="[depth, vocab]")
-    return _select(_draft_logprobs(draft_logits, draft_temperature), check_int("budget", budget))
+    return _select(_draft_logprobs(draft_logits, draft_temperature), check_budget(budget, *draft_logits.shape))
 
 
 def build_trees(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> list[DraftTree]:
     """build_tree for every request of `draft_logits  # [batch, depth, vocab]`."""
     check_logits("draft_logits", draft_logits, shape="[batch, depth, vocab]")
-    budget = check_int("budget", budget)
+    budget = check_budget(budget, *draft_logits.shape[1:])
     return [_select(logq, budget) for logq in _draft_logprobs(draft_logits, draft_temperature)]
+
+
+def check_budget(budget, depth: int, vocab: int) -> int:
+    """`budget` capped at the number of paths `depth` positions over `vocab` tokens allow (sum of vocab**d); a
+    capped budget above MAX_BUDGET is a ValueError (the heap would run for ever and the masks not fit)."""
+    budget = check_int("budget", budget)
+    paths, level = 0, 1
+    for _ in range(depth):
+        level *= vocab
+        paths += level
+        if paths >= budget:
+            break
+    capped = min(budget, paths)
+    if capped > MAX_BUDGET:
+        raise ValueError(f"budget must be <= {MAX_BUDGET} draft-tree nodes (ddtree._checks.MAX_BUDGET), got {budget}")
+    return capped
 
 
 def root_tree(token: int) -> DraftTree:
     """The tree of an autoregressive step: the root alone."""
-    return DraftTree(tokens=torch.tensor([check_int("token", token)]), parents=torch.tensor([-1]),
+    return DraftTree(tokens=torch.tensor([check_token("token", token)]), parents=torch.tensor([-1]),
                      depths=torch.tensor([0]), ranks=torch.tensor([-1]),
                      node_logws=torch.zeros(1, dtype=torch.float64))
 
@@ -146,7 +207,11 @@ def chain_tree(draft_logits: torch.Tensor, *, draft_temperature: float = 1.0) ->
 
 def _draft_logprobs(draft_logits: torch.Tensor, draft_temperature: float) -> torch.Tensor:
     draft_temperature = check_temperature("draft_temperature", draft_temperature, allow_zero=False)
-    return torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1)
+    logq = torch.log_softmax(draft_logits.float() / draft_temperature, dim=-1)
+    if torch.isnan(logq).any():  # logits / T overflowed (a tiny T or huge logits): shift by the max, in float64
+        x = draft_logits.double()
+        logq = torch.log_softmax((x - x.amax(-1, keepdim=True)) / draft_temperature, dim=-1).float()
+    return logq
 
 
 def _select(logq: torch.Tensor, budget: int) -> DraftTree:
@@ -199,7 +264,8 @@ def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
 
 def visibility(tree: DraftTree) -> torch.Tensor:
     """`vis  # [n, n]` bool: vis[i, j] is True when node j is an ancestor of node i or i itself."""
-    n = tree.n_nodes
+    n = check_tree(tree).n_nodes
+    check_cells(n * n, f"visibility of a {n}-node tree")
     vis = torch.zeros(n, n, dtype=torch.bool)
     rows = torch.arange(n)
     cur = rows.clone()
@@ -214,6 +280,8 @@ def visibility(tree: DraftTree) -> torch.Tensor:
 def tree_attention_mask(tree: DraftTree, prefix_len: int) -> torch.Tensor:
     """`mask  # [n, prefix_len + n]` bool: every node sees the whole committed prefix and its ancestors-or-self."""
     prefix_len = check_int("prefix_len", prefix_len)
+    n = check_tree(tree).n_nodes
+    check_cells(n * (prefix_len + n), f"tree_attention_mask [n, prefix_len + n] with n = {n}, prefix_len = {prefix_len}")
     vis = visibility(tree)
     return torch.cat([torch.ones(tree.n_nodes, prefix_len, dtype=torch.bool), vis], dim=1)
 

