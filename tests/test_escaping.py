@@ -27,14 +27,15 @@ def record():
 
 
 def plotly_strings(fig):
-    """Every hover, label and tick string of a figure."""
-    out = []
-    for trace in fig.data:
-        for name in ("hovertext", "text"):
-            value = getattr(trace, name, None)
-            out += [value] if isinstance(value, str) else list(value or ())
-    out += list(fig.layout.yaxis.ticktext or ())
-    return [s for s in out if s]
+    """Every hover, label and tick string of a figure (cell texts of a heatmap included)."""
+    def flat(value):
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        return [s for item in value for s in flat(item)] if hasattr(value, "__iter__") else []
+    out = [s for trace in fig.data for name in ("hovertext", "text") for s in flat(getattr(trace, name, None))]
+    return [s for s in out + flat(fig.layout.yaxis.ticktext) if s]
 
 
 def test_escape_keeps_text_literal():
@@ -67,5 +68,5 @@ def test_report_and_explorer_escape_token_text(record):
     page = re.sub(r"<script.*?</script>", "", render_html([record], title=MARKUP, prompt_text=MARKUP), flags=re.S)
     assert not RAW.search(page)
     ex = Explorer([record])
-    assert not RAW.search(ex.path.html.value + ex.stats.value + ex.tree.details.value)
+    assert not RAW.search(ex.path.pane.html + ex.stats.value + ex.tree.details.value)
     assert not any(RAW.search(s) for s in plotly_strings(ex.logw.figure))

@@ -399,7 +399,10 @@ def _is_session(obj) -> bool:
 
 def _trace(obj) -> tuple[list[RoundRecord], dict]:
     if isinstance(obj, (str, Path)):
-        return load_trace(obj)
+        records, meta = load_trace(obj)
+        if not records:
+            raise ValueError(f"trace {obj} holds no recorded rounds: nothing to show")
+        return records, meta
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], dict):
         obj, meta = obj
     else:

@@ -11,8 +11,8 @@ from plotly.subplots import make_subplots
 
 from ddtree.record import RequestRound, RoundRecord
 from ddtree.text import shorten, visible_whitespace
-from ddtree.widgets.nodes import (_VIRIDIS, ACCEPT_COLOR, HOVER_COLOR, VIRIDIS_SCALE, describe, node_infos,
-                                  token_text)
+from ddtree.widgets.nodes import (_VIRIDIS, ACCEPT_COLOR, HOVER_COLOR, VIRIDIS_SCALE, describe, escape,
+                                  node_infos, token_text)
 
 STAGES = ("draft", "tree", "verify", "walk", "commit")
 VIEW_CSS = f"""
@@ -50,7 +50,7 @@ def logweight_figure(req: RequestRound, *, title: str = "", width: int = 700, he
     logws = [n.logw for n in infos]
     low = min(min(logws, default=-1.0), -1e-9)
     acc = [(xi, n) for xi, n in zip(x, infos) if n.accepted]
-    hover = [html.escape(describe(n), quote=False).replace("\n", "<br>") for n in infos]
+    hover = [escape(describe(n)) for n in infos]
     probs = [n.target_prob if n.target_prob is not None else n.target_prob_bound for n in infos]
     stem = [ACCEPT_COLOR if n.accepted else "#bdbdbd" if n.target_prob is None else "#525252" for n in infos]
     ring = dict(type="scatter", x=[], y=[], mode="markers", hoverinfo="skip", showlegend=False,

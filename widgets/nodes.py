@@ -7,6 +7,8 @@ parent's smallest stored probability) is known.
 """
 from __future__ import annotations
 
+import html
+
 import math
 from dataclasses import dataclass
 
@@ -125,3 +127,9 @@ def ink(color: str) -> str:
 
 def _hex(color: str) -> tuple[int, int, int]:
     return tuple(int(color[k:k + 2], 16) for k in (1, 3, 5))
+
+
+def escape(text: str) -> str:
+    """`text` made safe for plotly hover, label and tick text (a subset of HTML): &, < and > escaped, newlines as
+    <br>. Token text passes through it before it reaches a figure."""
+    return html.escape(text, quote=False).replace("\n", "<br>")

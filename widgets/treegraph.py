@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 
 from ddtree.record import RequestRound
 from ddtree.text import shorten
-from ddtree.widgets.nodes import (ACCEPT_COLOR, BONUS_COLOR, PAD_COLOR, SELECT_COLOR, describe, ink, logw_colors,
-                                  node_infos, token_text)
+from ddtree.widgets.nodes import (ACCEPT_COLOR, BONUS_COLOR, PAD_COLOR, SELECT_COLOR, describe, escape, ink,
+                                  logw_colors, node_infos, token_text)
 
 MAX_PAD_NODES = 8  # padding rows drawn one by one; more are drawn as one summary node
 LABEL_WIDTH = 16
@@ -112,8 +112,8 @@ def tree_figure(req: RequestRound, *, title: str = "") -> go.Figure:
     pad_text = [f"pad row {r}" for r in pad_rows[:MAX_PAD_NODES]]
     if len(pad_rows) > MAX_PAD_NODES:
         pad_y, pad_text = pad_y[:1], [f"pad rows {n_nodes}..{rows - 1} ({len(pad_rows)})"]
-    labels = [f"'{shorten(n.text, LABEL_WIDTH)}'<br>d{n.depth} {n.logw:.2f}" +
-              (f"<br>→ '{shorten(n.choice_text, LABEL_WIDTH)}'" if n.accepted and n.choice >= 0 else "")
+    labels = [f"'{escape(shorten(n.text, LABEL_WIDTH))}'<br>d{n.depth} {n.logw:.2f}" +
+              (f"<br>→ '{escape(shorten(n.choice_text, LABEL_WIDTH))}'" if n.accepted and n.choice >= 0 else "")
               for n in infos]
     fig = go.Figure([
         go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#999999", width=1), hoverinfo="skip",
@@ -125,9 +125,9 @@ def tree_figure(req: RequestRound, *, title: str = "") -> go.Figure:
                    marker=dict(size=14, color=colors,
                                line=dict(color=[ACCEPT_COLOR if n.accepted else "#555555" for n in infos],
                                          width=[3 if n.accepted else 1 for n in infos])),
-                   hovertext=[describe(n).replace("\n", "<br>") for n in infos], hoverinfo="text"),
+                   hovertext=[escape(describe(n)) for n in infos], hoverinfo="text"),
         go.Scatter(x=[xs[last], bx], y=[ys[last], by], mode="lines+markers+text", name="bonus",
-                   text=["", f"bonus '{shorten(token_text(req, req.bonus_token), LABEL_WIDTH)}'"],
+                   text=["", f"bonus '{escape(shorten(token_text(req, req.bonus_token), LABEL_WIDTH))}'"],
                    textposition="middle right", line=dict(color="#31a354", dash="dash"),
                    marker=dict(size=[0, 12], color=BONUS_COLOR, symbol="square"), hoverinfo="text",
                    hovertext=["", f"bonus token: the target chose it at node {last}"]),
@@ -158,8 +158,9 @@ def _postorder(kids: list[list[int]]) -> list[int]:
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A quoted dot string; '&' escaped too, since graphviz decodes HTML entities in it (the text stays literal)."""
+    return '"' + text.replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _label(lines: list[str]) -> str:
-    return '"' + "\\n".join(s.replace("\\", "\\\\").replace('"', '\\"') for s in lines) + '"'
+    return _quote("\n".join(lines))
