@@ -128,7 +128,7 @@ def main(argv=None) -> None:
         run_demo(pair, args.prompt, method=args.method, budget=args.budget,
                  max_new_tokens=args.max_new_tokens, report=args.report)
     except FileNotFoundError as e:
-        raise SystemExit(f"{parser.prog}: error: {e} (python -m ddtree.demo --synthetic runs without a model)") from None
+        raise SystemExit(f"{parser.prog}: error: {e} (--synthetic runs without a model)") from None
     except (ValueError, OSError) as e:
         raise SystemExit(f"{parser.prog}: error: {e}") from None
 

@@ -270,7 +270,8 @@ def _request_from_dict(d: dict, where: str, vocab: int, rows: int) -> RequestRou
         raise ValueError(f"{where}.draft_top_tokens must have a row per draft depth (>= the tree's depth "
                          f"{tree.max_depth}), got {len(d['draft_top_tokens'])}")
     _ids([t for row in d["draft_top_tokens"] for t in row], vocab, f"{where}.draft_top_tokens")
-    _in_range([v for row in d["draft_top_logprobs"] for v in row], -math.inf, _PROB_SLACK, f"{where}.draft_top_logprobs")
+    _in_range([v for row in d["draft_top_logprobs"] for v in row], -math.inf, _PROB_SLACK,
+              f"{where}.draft_top_logprobs")
     _table(d["target_top_tokens"], d["target_top_probs"], n, f"{where}.target_top_tokens/target_top_probs "
                                                               "(one row per tree node)")
     _ids([t for row in d["target_top_tokens"] for t in row], vocab, f"{where}.target_top_tokens")

@@ -281,7 +281,7 @@ def tree_attention_mask(tree: DraftTree, prefix_len: int) -> torch.Tensor:
     """`mask  # [n, prefix_len + n]` bool: every node sees the whole committed prefix and its ancestors-or-self."""
     prefix_len = check_int("prefix_len", prefix_len)
     n = check_tree(tree).n_nodes
-    check_cells(n * (prefix_len + n), f"tree_attention_mask [n, prefix_len + n] with n = {n}, prefix_len = {prefix_len}")
+    check_cells(n * (prefix_len + n), f"tree_attention_mask [n, prefix_len + n], n = {n}, prefix_len = {prefix_len}")
     vis = visibility(tree)
     return torch.cat([torch.ones(tree.n_nodes, prefix_len, dtype=torch.bool), vis], dim=1)
 

@@ -242,7 +242,7 @@ def mutated(draw):
     return text
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(text=mutated())
 def test_mutated_traces_load_valid_records_or_raise_value_error(tmp_path_factory, text):

@@ -73,7 +73,8 @@ def cache_problem(folder: Path, source: dict | None = None, *, check_content: bo
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text())
         files = manifest["files"]
-        ok = isinstance(files, dict) and all(isinstance(f, dict) and set(f) == {"size", "sha256"} for f in files.values())
+        ok = isinstance(files, dict) and all(isinstance(f, dict) and set(f) == {"size", "sha256"}
+                                             for f in files.values())
     except FileNotFoundError:
         return "is missing" if not folder.exists() else "has no manifest (written by an older version)"
     except (OSError, ValueError, KeyError, TypeError):
