@@ -32,10 +32,8 @@ LIBC = ctypes.CDLL(ctypes.util.find_library("c")) if platform.system() == "Linux
 
 def start(pair, prompt: str, backend: str, budget: int, tokens: int):
     """A DDTree session on `backend` (the one place that knows how sessions are built)."""
-    if backend == "native":
-        return Session(pair, prompt, backend="native", budget=budget, verify="greedy",
-                       max_len=len(pair.encode(prompt)) + tokens + 2 * (budget + 1))
-    return Session(pair, prompt, budget=budget, verify="greedy")
+    return Session(pair, prompt, backend=backend, budget=budget, verify="greedy",
+                   max_len=len(pair.encode(prompt)) + tokens + 2 * max(budget + 1, pair.block_size))
 
 
 def rss_mb() -> float:
