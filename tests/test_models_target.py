@@ -123,7 +123,8 @@ def test_clone_is_independent_and_crop_truncates():
     fork.crop(3)
     assert fork.length == 3 and cache.length == 4
     torch.testing.assert_close(fork.hf.layers[0].keys, keys_before[..., :3, :])
-    cache.compact(4, [])
+    with pytest.raises(ValueError, match="accepted path"):  # a path always holds the root; crop keeps the prefix
+        cache.compact(4, [])
     assert cache.length == 4
 
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import ddtree
+from ddtree.record import KernelRead
 from ddtree.widgets import Explorer, LogWeightView, MaskView, PathView, TreeView
 from ddtree.widgets import figures, masks, treegraph
 from ddtree.widgets.nodes import ACCEPT_COLOR, node_infos
@@ -223,12 +224,11 @@ def test_applied_masks_are_checked():
 
 
 def test_a_record_carrying_the_applied_masks_shows_them(records):
-    from types import SimpleNamespace
     rec = records[0]
     want = ddtree.expected_mask(masks.batch_of(rec), 0).clone()
     want[3, 0] = False  # the kernel hid one prefix cell from row 3
     probed = replace(rec)
-    probed.kernel = SimpleNamespace(applied=[want])  # what a native-engine record probed with step(probe=True) holds
+    probed.kernel = KernelRead(attention="triton", mask_layout="padded", applied=[want])  # as step(probe=True) records
     view = MaskView(probed, diff=True)
     assert view.counts == [1] and view.grid.z[3, 0] == masks.MISSING
 
