@@ -23,7 +23,7 @@ import torch
 from ddtree._checks import check_int, check_logits, check_temperature, check_top_p
 from ddtree.batch import VerifyBatch
 from ddtree.retrieve import retrieve_encoding
-from ddtree.tree import DraftTree
+from ddtree.tree import DraftTree, check_tree
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,7 @@ def _request_rows(batch: VerifyBatch, target_logits: torch.Tensor) -> list[torch
 
 
 def _check_tree_logits(tree: DraftTree, target_logits: torch.Tensor) -> None:
+    check_tree(tree)
     check_logits("target_logits", target_logits, shape="[n_nodes, vocab]")
     if target_logits.shape[0] != tree.n_nodes:
         raise ValueError(f"target_logits must have one row per tree node ({tree.n_nodes}), got {target_logits.shape[0]}")

@@ -193,3 +193,7 @@ def test_bad_verify_input():
         verify_sampled(tree, target, 1.0, top_p=0.0)
     with pytest.raises(ValueError, match="vocab"):
         verify_greedy(tree, target[:, :int(tree.tokens[1:].max())])
+    for walk in (lambda t: verify_greedy(t, target), lambda t: verify_sampled(t, target, 1.0),
+                 lambda t: sample_walks(t, target, 1.0, 4)):
+        with pytest.raises(ValueError, match="tree must be a DraftTree"):
+            walk(tree.to_dict())
