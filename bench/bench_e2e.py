@@ -35,6 +35,10 @@ PROMPT_SETS = {
         "Explain what a hash table is and when to use one.",
         "Write a Python class for a stack with push, pop and peek.",
         "What does the zip function do in Python? Give an example.",
+        "Write a Python function that returns the n-th Fibonacci number iteratively.",
+        "How do I read a CSV file in Python and sum one of its columns?",
+        "Write a Python function that merges two sorted lists into one sorted list.",
+        "Explain the difference between a list and a tuple in Python.",
     ],
     "chat": [
         "Explain why the sky is blue in simple terms.",

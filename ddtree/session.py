@@ -32,7 +32,7 @@ from ddtree.settings import (BACKENDS, ContextFull, as_prompt_list, check_room, 
                              fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
 
-NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded", "fused": None}
+NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded", "fused": None, "exact": False}
 
 
 class Session:
@@ -49,7 +49,9 @@ class Session:
     "triton", "torch", "custom_mask": the serving engine's flat mask + mask_indptr), cuda_graphs (replay each round
     stage as a CUDA graph; CUDA with Triton attention), mask_layout ("padded", or "unpadded" to reproduce the
     padding bug with attention="custom_mask"), fused (the fused target and drafter forwards; default on CUDA, True on
-    a CPU runs their kernels in Triton's interpreter).
+    a CPU runs their kernels in Triton's interpreter), exact (bit-exact mode: every verify row computes the bits an
+    autoregressive step computes, so greedy DDTree and DFlash output equals greedy autoregressive output bit for bit;
+    see ddtree.engine.decoder; on a CPU its kernels run in Triton's interpreter).
     """
 
     def __init__(self, pair, prompt_or_prompts, *, method: str = "ddtree", budget=32, verify: str = "greedy",

@@ -46,8 +46,14 @@ class VerifyResult:
 def sampling_probs(logits: torch.Tensor, temperature: float, top_p: float = 1.0) -> torch.Tensor:
     """`probs  # [..., vocab]` float64: the target's sampling distribution at temperature > 0 with nucleus top_p."""
     check_logits("logits", logits, shape="[..., vocab]")
-    temperature = check_temperature("temperature", temperature, allow_zero=False)
-    top_p = check_top_p(top_p)
+    return tempered_probs(logits, check_temperature("temperature", temperature, allow_zero=False),
+                          check_top_p(top_p))
+
+
+def tempered_probs(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """sampling_probs without its checks, so without a host synchronisation: the device round's walk, which a CUDA
+    graph replays, calls this (its settings were checked when the session was made; NaN logits are flagged by the
+    round itself)."""
     probs = torch.softmax(logits.double() / temperature, dim=-1)
     if top_p < 1.0:
         sorted_p, order = torch.sort(probs, dim=-1, descending=True, stable=True)

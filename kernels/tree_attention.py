@@ -21,6 +21,16 @@ Row i of request b sees the whole prefix and, among the tree columns, exactly th
 A row that sees no key at all (possible only through a corrupted mask and an empty prefix) gets output 0, as do
 rows i >= q_lens[b]. Long contexts are split over `num_splits` programs per row block (flash-decoding) and
 combined by a second kernel, so a batch of one still fills the GPU.
+
+Bit-exact mode (tree_attention_exact): a row's output has exactly the bits that an autoregressive step computes
+for the same keys. Each row walks its visible keys in position order, in blocks of BLOCK_N anchored at absolute
+positions (block j holds positions j * BLOCK_N ..), one online-softmax step per block, so a key always lands at
+the same place of the same step: a tree row at depth d (its ancestors stored at scattered cache rows) and the
+autoregressive step at that position (the same keys, contiguous) reduce in the same order. The row's visible tree
+columns, in node order, take the positions seq_len, seq_len + 1, ...: for an ancestor mask that is each ancestor's
+own position (depth order is node order along a path); a corrupted mask stays corrupted. Whole prefix blocks are
+shared by a program's rows; each row then takes its last blocks alone (the other rows' state is left untouched).
+No splits: one program per row block, the exact mode's measured cost.
 """
 from __future__ import annotations
 
@@ -31,8 +41,10 @@ import triton
 import triton.language as tl
 
 from ddtree.kernels._checks import check_dim, check_same_device, check_tensor
+from ddtree.kernels.matmul import exact_dot
 
-BLOCK_N = 64  # keys per inner step
+BLOCK_N = 64  # keys per inner step (bit-exact mode: also the size of the position-anchored key blocks)
+EXACT_BLOCK_M = 64  # (row, q head) pairs per program in bit-exact mode: one value for every shape
 MAX_SPLITS = 64
 
 
@@ -71,6 +83,34 @@ def ancestor_bits(parents: torch.Tensor) -> torch.Tensor:
         bits = bits | torch.where(has[..., None], up, 0)
         jump = torch.where(has, jump.gather(1, src), -1)
     return bits
+
+
+def bits_visible(bits: torch.Tensor, rows: int) -> torch.Tensor:
+    """`visible  # [B, Q, Q]` bool unpacked from `bits  # [B, Q, ceil(Q / 32)]` (ancestor_bits)."""
+    col = torch.arange(rows, device=bits.device)
+    return (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1
+
+
+def flat_mask_visible(seq_lens, q_lens, custom_mask, mask_indptr, rows: int) -> torch.Tensor:
+    """`visible  # [B, Q, Q]` bool: the tree columns tree_attention_custom_mask reads from a flat mask (the draft
+    columns of rows i, j < q_lens[b] at mask_indptr[b] + i * (seq_len + q_len) + seq_len + j; past the buffer: False)."""
+    idx = torch.arange(rows, device=custom_mask.device)
+    seq_lens, q_lens, indptr = (x.to(custom_mask.device, torch.int64) for x in (seq_lens, q_lens, mask_indptr))
+    width = (seq_lens + q_lens)[:, None, None]
+    flat = indptr[:len(seq_lens), None, None] + idx[:, None] * width + seq_lens[:, None, None] + idx  # [B, Q, Q]
+    live = (idx[:, None] < q_lens[:, None, None]) & (idx < q_lens[:, None, None]) & (flat < custom_mask.numel())
+    return live & custom_mask[flat.clamp(0, max(custom_mask.numel() - 1, 0))]
+
+
+def visible_columns(visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(counts  # [B, Q] int32, columns  # [B, Q, Q] int32) for tree_attention_exact from `visible  # [B, Q, Q]`
+    bool: how many tree columns row i sees, and which, in node order (-1 past counts). No host synchronisation."""
+    batch, rows, _ = visible.shape
+    rank = torch.where(visible, visible.cumsum(-1) - 1, rows)  # [B, Q, Q]; unseen columns go to a dropped slot
+    col = torch.arange(rows, dtype=torch.int32, device=visible.device).expand(batch, rows, -1)
+    columns = torch.full((batch, rows, rows + 1), -1, dtype=torch.int32, device=visible.device)
+    columns.scatter_(2, rank, col)
+    return visible.sum(-1, dtype=torch.int32), columns[..., :rows].contiguous()
 
 
 def visible_from_parents(parents: torch.Tensor) -> torch.Tensor:
@@ -127,6 +167,44 @@ def tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, q_lens, custom_mas
     return _launch(q, k_cache, v_cache, _lens("seq_lens", seq_lens, batch, q.device), q_lens, None,
                    custom_mask.contiguous().view(torch.uint8), mask_indptr.to(torch.int64).contiguous(),
                    sm_scale, num_splits)
+
+
+def tree_attention_exact(q, k_cache, v_cache, seq_lens, counts=None, columns=None, q_lens=None, *,
+                         sm_scale: float | None = None) -> torch.Tensor:
+    """`out  # [B, Q, Hq, D]` in bit-exact mode (module docstring): each row's bits those of an autoregressive step.
+
+    A chain (counts and columns None: a prefill, a DFlash chain, an autoregressive step): row i sees the prefix and
+    tree rows 0..i. Otherwise row i sees the prefix and its `counts  # [B, Q]` tree columns `columns  # [B, Q, T]`
+    (node order, see visible_columns). q_lens  # [B]: rows i >= q_lens[b] are 0, as in tree_attention_custom_mask.
+    """
+    batch, rows = _check_qkv(q, k_cache, v_cache)
+    chain = columns is None
+    if chain != (counts is None):
+        raise ValueError("counts and columns must both be given (a tree) or both be None (a chain)")
+    if not chain:
+        check_tensor("columns", columns, ndim=3, shape="[B, Q, T] int32", floating=False)
+        if tuple(counts.shape) != (batch, rows) or columns.shape[:2] != (batch, rows) \
+                or counts.dtype != torch.int32 or columns.dtype != torch.int32:
+            raise ValueError(f"counts must be int32 [{batch}, {rows}] and columns int32 [{batch}, {rows}, T] "
+                             f"(visible_columns), got {tuple(counts.shape)} {counts.dtype}, "
+                             f"{tuple(columns.shape)} {columns.dtype}")
+        check_same_device(q.device, counts=counts, columns=columns)
+    seq_lens = _lens("seq_lens", seq_lens, batch, q.device)
+    ragged = q_lens is not None
+    q_lens = _lens("q_lens", q_lens, batch, q.device) if ragged else seq_lens
+    batch, rows, q_heads, dim = q.shape
+    kv_heads = k_cache.shape[1]
+    group = q_heads // kv_heads
+    scale = (dim ** -0.5 if sm_scale is None else float(sm_scale)) * 1.4426950408889634
+    out = torch.empty_like(q)
+    grid = (triton.cdiv(rows * group, EXACT_BLOCK_M), batch * kv_heads)
+    _exact_attention_kernel[grid](
+        q, k_cache, v_cache, out, seq_lens, q_lens, seq_lens if chain else counts.contiguous(),
+        seq_lens if chain else columns.contiguous(), scale, rows, kv_heads, 0 if chain else columns.shape[2],
+        *q.stride()[:3], *k_cache.stride()[:3], *v_cache.stride()[:3], *out.stride()[:3],
+        GROUP=group, HEAD_DIM=dim, BLOCK_M=EXACT_BLOCK_M, BLOCK_N=BLOCK_N, CHAIN=chain, RAGGED_ROWS=ragged,
+        MMA=q.is_cuda, num_warps=4, num_stages=2)
+    return out
 
 
 def tree_attention_ref(q, k_cache, v_cache, seq_lens, q_lens, visible, *, sm_scale: float | None = None):
@@ -351,3 +429,89 @@ def _combine_kernel(part_acc_ptr, part_ml_ptr, out_ptr, num_rows, num_heads, par
     acc = tl.load(part_acc_ptr + part[:, None] * HEAD_DIM + d[None, :], mask=s_ok[:, None], other=0.0)
     o = tl.sum(acc * w[:, None], 0) / tl.where(l_sum > 0, l_sum, 1.0)
     tl.store(out_ptr + b.to(tl.int64) * stride_ob + r * stride_or + h * stride_oh + d, o.to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _exact_step(q, k, v, keep, update, m_i, l_i, acc, qk_scale, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                MMA: tl.constexpr):
+    """_attend_block with ddtree.kernels.matmul.exact_dot, applied to the rows in `update  # [BLOCK_M]` only."""
+    s = exact_dot(q, tl.trans(k), tl.zeros([BLOCK_M, BLOCK_N], tl.float32), MMA) * qk_scale
+    s = tl.where(keep, s, -float("inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+    p = tl.exp2(s - m_safe[:, None])
+    alpha = tl.exp2(m_i - m_safe)
+    l_new = l_i * alpha + tl.sum(p, 1)
+    acc_new = exact_dot(p.to(v.dtype), v, acc * alpha[:, None], MMA)
+    return tl.where(update, m_new, m_i), tl.where(update, l_new, l_i), tl.where(update[:, None], acc_new, acc)
+
+
+@triton.jit
+def _exact_attention_kernel(
+        q_ptr, k_ptr, v_ptr, out_ptr, seq_lens_ptr, q_lens_ptr, counts_ptr, columns_ptr,
+        qk_scale, num_rows, num_kv_heads, table_width,
+        stride_qb, stride_qr, stride_qh, stride_kb, stride_kh, stride_kn, stride_vb, stride_vh, stride_vn,
+        stride_ob, stride_or, stride_oh,
+        GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+        CHAIN: tl.constexpr, RAGGED_ROWS: tl.constexpr, MMA: tl.constexpr):
+    """Program (row block, request x kv head): position-anchored key blocks, shared while they are whole prefix
+    blocks for every row of the program, then each row's own last blocks."""
+    pid_m = tl.program_id(0)
+    b = tl.program_id(1) // num_kv_heads
+    kvh = tl.program_id(1) % num_kv_heads
+    seq_len = tl.load(seq_lens_ptr + b)
+    if RAGGED_ROWS:
+        q_len = tl.minimum(tl.load(q_lens_ptr + b), num_rows)
+    else:
+        q_len = num_rows
+    m_offs = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # [BLOCK_M] = row * GROUP + head in group
+    r = m_offs // GROUP
+    head = kvh * GROUP + m_offs % GROUP
+    row_ok = r < q_len
+    d = tl.arange(0, HEAD_DIM)
+    n = tl.arange(0, BLOCK_N)
+    q = tl.load(q_ptr + b.to(tl.int64) * stride_qb + r[:, None] * stride_qr + head[:, None] * stride_qh + d[None, :],
+                mask=row_ok[:, None], other=0.0)  # [BLOCK_M, D]
+    k_base = k_ptr + b.to(tl.int64) * stride_kb + kvh * stride_kh
+    v_base = v_ptr + b.to(tl.int64) * stride_vb + kvh * stride_vh
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+
+    first = pid_m * BLOCK_M // GROUP  # the program's first row
+    last = tl.minimum((pid_m * BLOCK_M + BLOCK_M - 1) // GROUP, q_len - 1)
+    if CHAIN:  # row i sees positions 0 .. seq_len + i, every key at its own cache row
+        shared = (seq_len + first + 1) // BLOCK_N * BLOCK_N
+    else:
+        shared = seq_len // BLOCK_N * BLOCK_N
+    for start in range(0, shared, BLOCK_N):  # blocks every row of the program sees whole
+        k = tl.load(k_base + (start + n)[:, None] * stride_kn + d[None, :])
+        v = tl.load(v_base + (start + n)[:, None] * stride_vn + d[None, :])
+        keep = row_ok[:, None] & (n >= 0)[None, :]
+        m_i, l_i, acc = _exact_step(q, k, v, keep, row_ok, m_i, l_i, acc, qk_scale, BLOCK_M, BLOCK_N, MMA)
+
+    for rr in range(first, last + 1):  # each row's remaining blocks, up to its own last key
+        if CHAIN:
+            count = rr + 1
+        else:
+            count = tl.load(counts_ptr + b * num_rows + rr)
+        for start in range(shared, seq_len + count, BLOCK_N):
+            pos = start + n
+            t = pos - seq_len  # place among the row's visible tree columns
+            in_tree = (t >= 0) & (t < count)
+            if CHAIN:
+                slot = pos
+            else:
+                col = tl.load(columns_ptr + (b * num_rows + rr).to(tl.int64) * table_width + t, mask=in_tree,
+                              other=0)
+                slot = tl.where(in_tree, seq_len + col, pos)
+            seen = (pos < seq_len) | in_tree
+            k = tl.load(k_base + slot[:, None] * stride_kn + d[None, :], mask=seen[:, None], other=0.0)
+            v = tl.load(v_base + slot[:, None] * stride_vn + d[None, :], mask=seen[:, None], other=0.0)
+            own = row_ok & (r == rr)
+            keep = own[:, None] & seen[None, :]
+            m_i, l_i, acc = _exact_step(q, k, v, keep, own, m_i, l_i, acc, qk_scale, BLOCK_M, BLOCK_N, MMA)
+
+    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    o_ptr = out_ptr + b.to(tl.int64) * stride_ob + r[:, None] * stride_or + head[:, None] * stride_oh + d[None, :]
+    tl.store(o_ptr, o.to(out_ptr.dtype.element_ty), mask=(m_offs < num_rows * GROUP)[:, None])

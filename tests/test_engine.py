@@ -113,10 +113,13 @@ def test_triton_attention_engine_matches_torch_on_gpu():
 
 
 @pytest.mark.gpu
-def test_cuda_graph_replay_matches_eager_on_gpu():
+@pytest.mark.parametrize("verify", ["greedy", "sampled"])
+def test_cuda_graph_replay_matches_eager_on_gpu(verify):
+    """Greedy and sampled rounds replay from CUDA graphs (nothing in a stage may synchronise with the host)."""
     pair = tiny_random_pair(3, device="cuda")
-    eager = Session(pair, PROMPTS, budget=10).run(24, stop_on_eos=False)
-    graphed = Session(pair, PROMPTS, budget=10, cuda_graphs=True, record=False).run(24, stop_on_eos=False)
+    options = dict(budget=10, verify=verify, temperature=0.9, top_p=0.95, seed=4)
+    eager = Session(pair, PROMPTS, **options).run(24, stop_on_eos=False)
+    graphed = Session(pair, PROMPTS, cuda_graphs=True, record=False, **options).run(24, stop_on_eos=False)
     assert [g.tokens for g in eager] == [g.tokens for g in graphed]
     assert [g.acceptance_lengths for g in eager] == [g.acceptance_lengths for g in graphed]
 

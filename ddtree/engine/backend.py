@@ -44,21 +44,25 @@ class NativeBackend:
     name = "native"
 
     def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool = False,
-                 mask_layout: str = "padded", fused: bool | None = None, budget_costs: BudgetCosts | None = None):
+                 mask_layout: str = "padded", fused: bool | None = None, exact: bool = False,
+                 budget_costs: BudgetCosts | None = None):
         if mask_layout not in MASK_LAYOUTS:
             raise ValueError(f"mask_layout must be one of {MASK_LAYOUTS}, got {mask_layout!r}")
         self.pair, self.max_len, self.mask_layout = pair, max_len, mask_layout
         self.decoder = NativeDecoder(pair.target, batch_size=batch, max_len=max_len,
-                                     layer_ids=pair.target_layer_ids, attention=attention, fused=fused)
+                                     layer_ids=pair.target_layer_ids, attention=attention, fused=fused,
+                                     exact=exact)
         if mask_layout != "padded" and self.decoder.attention != "custom_mask":
             raise ValueError("mask_layout='unpadded' needs attention='custom_mask' (the flat serving-engine mask)")
         self.cuda_graphs = bool(cuda_graphs)
-        if self.cuda_graphs and (pair.device.type != "cuda" or self.decoder.attention != "triton"):
+        if self.cuda_graphs and (pair.device.type != "cuda" or self.decoder.attention not in ("triton", "exact")):
             raise ValueError("cuda_graphs=True needs a CUDA pair with attention='triton' (or 'auto')")
-        draft_attention = "triton" if self.decoder.attention == "triton" else "torch"
+        draft_attention = "triton" if self.decoder.attention in ("triton", "exact") and pair.device.type == "cuda" \
+            else "torch"
         self.drafter = None if pair.drafter is None else StaticDrafter(pair, batch_size=batch, max_len=max_len,
                                                                        attention=draft_attention, fused=fused)
         self.round_state: DeviceRound | None = None  # built for the current settings on the first round
+        self.last_round: DeviceRound | None = None  # the round just run (budget="auto": the tail it chose)
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.auto_rounds: AutoRounds | None = None
@@ -97,6 +101,7 @@ class NativeBackend:
                                                        num_draft_tokens(settings, self.pair),
                                                        cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout)
             readback, times = state.run(coins)
+        self.last_round = state
         if bool(readback.bad_logits):
             raise ValueError("the target or the drafter produced NaN or +inf logits; nothing was committed (check "
                              "the model weights and dtype)")
@@ -200,7 +205,7 @@ class NativeBackend:
         twin.__dict__.update(self.__dict__)
         twin.decoder = self.decoder.clone()
         twin.drafter = self.drafter.clone() if self.drafter is not None else None
-        twin.round_state = None
+        twin.round_state = twin.last_round = None
         twin.auto = None if self.auto is None else self.auto.copy()
         twin.auto_rounds = None
         return twin

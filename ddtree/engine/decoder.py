@@ -15,6 +15,14 @@ cache row seq_len + i), attention, o_proj, RMSNorm with the residual add, one ga
 (ddtree.kernels.swiglu), down_proj. RoPE comes from cos/sin tables built once from the model's own rotary
 embedding (rope scaling included).
 
+Bit-exact mode (`exact=True`): the fused forward with every matmul through ddtree.kernels.matmul.linear (one tiling
+for every row count) and attention through ddtree.kernels.tree_attention_exact (each row's keys in position order,
+in position-anchored blocks), the norms per row (one program each), so a row's logits and cache entries have the
+bits an autoregressive step computes for the same prefix: DDTree and DFlash greedy output equals autoregressive
+greedy output bit for bit, whatever the tree, the batch or the padding. Autoregressive steps use the same kernels.
+Its attention reads the ancestor mask ("exact") or the serving engine's flat mask (attention="custom_mask"), so a
+corrupted flat mask still corrupts the output.
+
 Every forward is a tree forward: `parents  # [B, Q]` (-1 for roots and padding rows) says which rows each row sees
 (its ancestors-or-self, plus the whole prefix). A prompt prefill is the chain tree parents[i] = i - 1.
 Attention: the Triton tree kernel on CUDA (attention="triton"), a dense-mask SDPA elsewhere (attention="torch"),
@@ -62,10 +70,19 @@ class FlatMask(NamedTuple):
         return FlatMask(q_lens.to(device), flat.to(device), batch.mask_indptr[:-1].to(device))
 
 
+class ExactVisible(NamedTuple):
+    """What bit-exact attention reads (ddtree.kernels.tree_attention_exact): nothing for a chain (a prefill, a DFlash
+    chain, an autoregressive step), else each row's visible tree columns in node order."""
+    counts: torch.Tensor | None = None  # [B, Q] int32
+    columns: torch.Tensor | None = None  # [B, Q, Q] int32
+    q_lens: torch.Tensor | None = None  # [B] rows per request (a flat mask's), None: all Q
+
+
 class NativeDecoder:
     def __init__(self, hf_model, *, batch_size: int, max_len: int, layer_ids=(), attention: str = "auto",
-                 fused: bool | None = None):
-        """fused: the fused forward (default: on CUDA, for targets it applies to; see fused_unsupported)."""
+                 fused: bool | None = None, exact: bool = False):
+        """fused: the fused forward (default: on CUDA, for targets it applies to; see fused_unsupported).
+        exact: bit-exact mode (module docstring); it runs the fused forward and Triton attention."""
         config = hf_model.config.get_text_config()
         if getattr(config, "model_type", "") not in ("llama", "qwen3", "qwen2", "mistral") \
                 or "sliding_attention" in (getattr(config, "layer_types", None) or ()):
@@ -82,6 +99,15 @@ class NativeDecoder:
             raise ValueError(f"layer_ids must be in [0, {config.num_hidden_layers}), got {self.layer_ids}")
         weight = self.lm_head.weight
         self.device, self.dtype = weight.device, weight.dtype
+        self.exact = bool(exact)
+        why_not = fused_unsupported(hf_model)
+        if self.exact:
+            if callable(attention) or attention == "torch":
+                raise ValueError(f"exact=True runs Triton attention: attention must be 'auto', 'triton' or "
+                                 f"'custom_mask', got {attention!r}")
+            if fused is False or why_not:
+                raise ValueError(f"exact=True runs the fused forward: {why_not or 'fused must be None or True'}")
+            fused, attention = True, "custom_mask" if attention == "custom_mask" else "exact"
         if attention == "auto":
             attention = "triton" if self.device.type == "cuda" else "torch"
         self.attention = attention
@@ -93,7 +119,6 @@ class NativeDecoder:
         self.k, self.v = self._views()
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
         self.offsets = torch.arange(self.max_len, device=self.device)  # row i of a forward writes seq_len + i
-        why_not = fused_unsupported(hf_model)
         if fused and why_not:
             raise ValueError(f"fused=True is not available for this target: {why_not}")
         self.fused = (self.device.type == "cuda" and not why_not) if fused is None else bool(fused)
@@ -113,26 +138,38 @@ class NativeDecoder:
         slots = slice(None) if request is None else slice(request, request + 1)
         from ddtree.kernels.tree_attention import check_parents
         check_parents(parents)
-        return self.forward_visible(input_ids, positions, self.visibility(parents, self.seq_lens[slots]), slots)
+        chain = self.exact and bool((parents == torch.arange(-1, parents.shape[1] - 1, device=parents.device)).all())
+        return self.forward_visible(input_ids, positions, self.visibility(parents, self.seq_lens[slots], chain),
+                                    slots)
 
-    def visibility(self, parents, seq_lens):
+    def visibility(self, parents, seq_lens, chain: bool = False):
         """What the attention backend reads, from `parents  # [b, Q]` (unchecked): the ancestor bitmask (triton,
-        no host synchronisation), a dense [b, 1, Q, L] mask (torch), or the parents themselves (a callable)."""
+        no host synchronisation), a dense [b, 1, Q, L] mask (torch), the parents themselves (a callable), or in
+        bit-exact mode an ExactVisible (`chain`: the caller knows parents[i] = i - 1, no table needed)."""
         if callable(self.attention):
             return parents
-        from ddtree.kernels.tree_attention import ancestor_bits, tree_attention
+        from ddtree.kernels.tree_attention import ancestor_bits, bits_visible, visible_columns
+        if self.exact:
+            return ExactVisible() if chain else ExactVisible(*visible_columns(bits_visible(ancestor_bits(parents),
+                                                                                           parents.shape[1])))
         bits = ancestor_bits(parents)  # [b, Q, ceil(Q / 32)] int32
         if self.attention == "triton":
             return bits
         rows = parents.shape[1]
-        col = torch.arange(rows, device=self.device)
-        tree = (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1  # [b, Q, Q] ancestor-or-self
+        tree = bits_visible(bits, rows)  # [b, Q, Q] ancestor-or-self
         length = int(seq_lens.max()) + rows
         cols = torch.arange(length, device=self.device)
         mask = (cols[None, None, :] < seq_lens[:, None, None]).expand(-1, rows, -1).clone()  # prefix
         idx = (seq_lens[:, None] + torch.arange(rows, device=self.device))[:, None, :].expand(-1, rows, -1)
         mask.scatter_(2, idx, tree)
         return mask[:, None]  # [b, 1, Q, L]
+
+    def exact_flat_mask(self, flat: FlatMask, seq_lens, rows: int) -> ExactVisible:
+        """Bit-exact mode with attention="custom_mask": the tree columns each row reads from the flat mask, as
+        tree_attention_custom_mask reads them (a corrupted packing stays corrupted)."""
+        from ddtree.kernels.tree_attention import flat_mask_visible, visible_columns
+        visible = flat_mask_visible(seq_lens, flat.q_lens, flat.custom_mask, flat.mask_indptr, rows)
+        return ExactVisible(*visible_columns(visible), flat.q_lens)
 
     @torch.no_grad()
     def forward_visible(self, input_ids, positions, visible, slots=slice(None)):
@@ -160,33 +197,37 @@ class NativeDecoder:
 
     def _forward_fused(self, input_ids, positions, visible, slots):
         """forward_visible through the fused kernels (module docstring): same outputs within rounding."""
+        from ddtree.kernels.matmul import linear as exact_linear
         from ddtree.kernels.rope import norm_rope_cache
         from ddtree.kernels.swiglu import silu_mul
+        linear = exact_linear if self.exact else F.linear
+        project = (lambda m, x: exact_linear(x, m.weight, m.bias)) if self.exact else (lambda m, x: m(x))  # noqa: E731
+        norm = kernel_rms_norm if self.exact else rms_norm  # exact: one program per row on any device
         batch, rows = input_ids.shape
         seq_lens = self.seq_lens[slots]  # [b]
         write_at = (seq_lens[:, None] + self.offsets[:rows]).flatten()  # [b*Q] cache row of each input row
-        lens = seq_lens.to(torch.int32) if self.attention == "triton" else seq_lens  # converted once, not per layer
+        lens = seq_lens.to(torch.int32) if self.attention in ("triton", "exact") else seq_lens  # once, not per layer
         hidden = self.model.embed_tokens(input_ids)  # [b, Q, H]
         outputs, delta = {}, None  # delta: the MLP output that the next norm adds to the residual stream
         for i, (layer, w) in enumerate(zip(self.model.layers, self.fused_layers)):
             if delta is None:
-                x = rms_norm(layer.input_layernorm, hidden)
+                x = norm(layer.input_layernorm, hidden)
             else:
-                x, hidden = rms_norm(layer.input_layernorm, delta, residual=hidden)
+                x, hidden = norm(layer.input_layernorm, delta, residual=hidden)
                 outputs[i - 1] = hidden  # layer i - 1's output
             k_cache, v_cache = self.k[i][slots], self.v[i][slots]
-            q = norm_rope_cache(F.linear(x.flatten(0, 1), w.qkv, w.qkv_bias), w.q_norm, w.k_norm, w.eps, self.cos,
+            q = norm_rope_cache(linear(x.flatten(0, 1), w.qkv, w.qkv_bias), w.q_norm, w.k_norm, w.eps, self.cos,
                                 self.sin, positions.flatten(), k_cache, v_cache, rows, write_at)  # [b*Q, Hq, D]
             out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, lens, visible)
-            x, hidden = rms_norm(layer.post_attention_layernorm,
-                                 layer.self_attn.o_proj(out.reshape(batch, rows, -1)), residual=hidden)
-            delta = layer.mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), w.gate_up, w.gate_up_bias)))
+            x, hidden = norm(layer.post_attention_layernorm,
+                             project(layer.self_attn.o_proj, out.reshape(batch, rows, -1)), residual=hidden)
+            delta = project(layer.mlp.down_proj, silu_mul(linear(x.flatten(0, 1), w.gate_up, w.gate_up_bias)))
             delta = delta.view_as(hidden)
-        out = rms_norm(self.model.norm, delta, residual=hidden)[0]
+        out = norm(self.model.norm, delta, residual=hidden)[0]
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
         feats = [outputs[i] for i in self.layer_ids]
         feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
-        return self.lm_head(out).float(), feats
+        return project(self.lm_head, out).float(), feats
 
     def _attention(self, layer, k_cache, v_cache, x, cos, sin, write_at, seq_lens, visible):
         """k_cache, v_cache  # [b, Hkv, max_len, D] views of this layer's cache for the requests in the forward."""
@@ -208,6 +249,9 @@ class NativeDecoder:
         """The attention backend: `q  # [b, Q, Hq, D]` over the cache under `visible` (see visibility)."""
         if callable(self.attention):
             return self.attention(q, k_cache, v_cache, seq_lens, visible)
+        if isinstance(visible, ExactVisible):
+            from ddtree.kernels.tree_attention import tree_attention_exact
+            return tree_attention_exact(q, k_cache, v_cache, seq_lens, *visible)
         if isinstance(visible, FlatMask):
             from ddtree.kernels.tree_attention import tree_attention_custom_mask
             return tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, *visible)
@@ -287,6 +331,11 @@ def rms_norm(module, x, residual=None):
             return module(x)
         total = x + residual
         return module(total), total
+    return kernel_rms_norm(module, x, residual)
+
+
+def kernel_rms_norm(module, x, residual=None):
+    """rms_norm through ddtree.kernels.rms_norm on any device (in Triton's interpreter on a CPU)."""
     from ddtree.kernels.rmsnorm import rms_norm as kernel
     eps = module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps
     return kernel(x, module.weight, eps, residual)

@@ -41,7 +41,7 @@ from ddtree.kernels.tree_verify import (retrieve_from_parents, verify_greedy_tre
                                         verify_sampled_tree, verify_sampled_tree_ref)
 from ddtree.settings import STAGES, Settings
 from ddtree.tree import TreeBatch
-from ddtree.verify import sampling_probs
+from ddtree.verify import tempered_probs
 
 
 @dataclass
@@ -164,9 +164,11 @@ class DeviceRound:
             layout = pack_verify_batch(trees.split(self.bonus.tolist()), seq_lens.tolist(), self.rows,
                                        layout=self.mask_layout)
             visible = FlatMask.of(layout, self.rows, ids.device)
-        else:
+            if self.decoder.exact:  # bit-exact attention over the tree columns that flat mask gives each row
+                visible = self.decoder.exact_flat_mask(visible, seq_lens, self.rows)
+        else:  # a chain (autoregressive, DFlash) needs no table in bit-exact mode
             next_token, next_sibling = retrieve_from_parents(trees.parents)
-            visible = self.decoder.visibility(trees.parents, seq_lens)
+            visible = self.decoder.visibility(trees.parents, seq_lens, chain=self.settings.method != "ddtree")
         self.packed = Packed(ids, positions, visible, next_token, next_sibling, layout)
 
     def verify(self):
@@ -178,7 +180,7 @@ class DeviceRound:
         cuda = self.bonus.device.type == "cuda"
         tree = (p.ids, p.next_token, p.next_sibling)
         if s.sampled:
-            probs = sampling_probs(logits, s.temperature, s.top_p)  # [B, Q, V] float64
+            probs = tempered_probs(logits, s.temperature, s.top_p)  # [B, Q, V] float64
             walk = verify_sampled_tree if cuda else verify_sampled_tree_ref
             result = walk(*tree, probs, self.coins[0], self.coins[1])
         else:
