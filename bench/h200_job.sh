@@ -7,6 +7,7 @@
 #   profile         per-stage graphed times and launches, budget 128      -> $OUT/profile_round.txt
 #   notebooks       every notebook but 05 (SGLang's wheel is cp311 only)  -> $OUT/notebooks_h200.md
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
+#   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
 set -uo pipefail
 source bench/h200_setup.sh
 for step in "$@"; do
@@ -22,6 +23,8 @@ for step in "$@"; do
                  06_why_trees_win.ipynb 2>&1 | grep -v "TCP without encryption" | tail -12 ;;
     counterfactual) timeout 400 python3 -P bench/bench_counterfactual.py --device cuda --dtype bfloat16 --backend native --prompts 8 \
                       --max-new-tokens 128 --out "$OUT" 2>&1 | tail -25 ;;
+    reference) timeout 450 python3 -P bench/bench_reference.py --reference-dir .reference/ddtree --out "$OUT" 2>&1 \
+                 | grep -v "it/s]" | tail -40 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
