@@ -11,7 +11,8 @@ sessions (budget_costs). Stage times are CUDA-event times of the device round (d
 overhead_pct = draft + tree + pack + commit as a share of the round's wall time, spec_pct = the same plus the walk
 (everything speculation adds around the verify forward), walk_ms = the walk's time a round, host_pct = the wall
 time no stage covers (launches, the readbacks, Python), mean_budget = the budget the rounds used (auto: chosen).
-Ratios x_ar / x_dflash compare rows of the same prompt set, path and temperature.
+Ratios x_ar / x_dflash compare rows of the same prompt set, path and temperature; with --exact every native row
+is timed again in bit-exact mode (Session(exact=True)) and x_fast is its speed over the same row's fast mode.
 Writes bench/results/e2e_<device>.{md,json}.
 """
 from __future__ import annotations
@@ -60,17 +61,20 @@ def generated_count(session) -> int:
     return len(session.generated[0])
 
 
-def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, cuda: bool, fused: bool,
+def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, cuda: bool, variant,
               costs: dict) -> dict:
+    """variant: (fused, exact) of a native run."""
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
     if native:
-        if budget == "auto" and fused in costs:
-            kwargs["budget_costs"] = costs[fused]
-        s = Session(pair, prompt, backend="native", cuda_graphs=cuda, record=False, fused=fused, **kwargs)
+        if budget == "auto" and variant in costs:
+            kwargs["budget_costs"] = costs[variant]
+        fused, exact = variant
+        s = Session(pair, prompt, backend="native", cuda_graphs=cuda, record=False, fused=fused, exact=exact,
+                    **kwargs)
         s.step()  # warm-up round; the next one captures the round's graphs
         if budget == "auto":
-            costs.setdefault(fused, s.budget_costs)
+            costs.setdefault(variant, s.budget_costs)
     else:
         s = Session(pair, prompt, backend="reference", **kwargs)
     s.step()
@@ -102,6 +106,7 @@ def main() -> None:
     ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
                     help="the fused target and drafter forwards (--no-fused: the modules' own forwards)")
     ap.add_argument("--compare-unfused", action="store_true", help="also time every native row unfused")
+    ap.add_argument("--exact", action="store_true", help="also time every native row in bit-exact mode (exact=True)")
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--hf-max-new", type=int, default=48)
     ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
@@ -112,19 +117,20 @@ def main() -> None:
     pair = load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
     prompts = {name: PROMPT_SETS[name][:args.prompts] for name in sets}
-    variants = [args.fused, not args.fused] if args.compare_unfused else [args.fused]
+    variants = [(args.fused, False)] + [(not args.fused, False)] * args.compare_unfused + [(True, True)] * args.exact
     configs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in args.budgets]
     jobs = [(p, t, m, b, True, f) for p in sets for f in variants for t in args.temperatures for m, b in configs]
     if not args.skip_hf:
         jobs += [(p, t, m, b, False, None) for p in sets for t in args.temperatures
                  for m, b in [("ar", 0), ("ddtree", 32)]]
-    rows, costs = [], {}  # costs: fused -> the auto cost table measured by the first auto session
-    for prompt_set, temperature, method, budget, native, fused in tqdm(jobs, desc="configurations"):
+    rows, costs = [], {}  # costs: (fused, exact) -> the auto cost table measured by the first auto session
+    for prompt_set, temperature, method, budget, native, variant in tqdm(jobs, desc="configurations"):
         runs = [timed_run(pair, p, method, budget, temperature, args.max_new if native else args.hf_max_new,
-                          native, cuda, fused, costs) for p in prompts[prompt_set]]
+                          native, cuda, variant, costs) for p in prompts[prompt_set]]
         tokens, wall, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "rounds"))
         stage = {k: sum(r["stage"][k] for r in runs) for k in runs[0]["stage"]}
-        path = ("native" + ("+graphs" if cuda else "") + ("" if fused else " unfused")) if native else "hf"
+        path = ("native" + ("+graphs" if cuda else "") + ("" if variant[0] else " unfused")
+                + (" exact" if variant[1] else "")) if native else "hf"
         rows.append({"prompts": prompt_set, "path": path, "T": temperature, "method": method,
                      "budget": budget if method == "ddtree" else None,
                      "tokens_per_s": round(tokens / wall, 1),
@@ -142,16 +148,20 @@ def main() -> None:
         chain = next((r for r in rows if same(r, row) and r["method"] == "dflash"), None)
         row["x_ar"] = round(row["tokens_per_s"] / base["tokens_per_s"], 2)
         row["x_dflash"] = round(row["tokens_per_s"] / chain["tokens_per_s"], 2) if chain else None
+        fast = next((r for r in rows if r["path"] == row["path"].removesuffix(" exact") and r["path"] != row["path"]
+                     and all(r[k] == row[k] for k in ("prompts", "T", "method", "budget"))), None)
+        row["x_fast"] = round(row["tokens_per_s"] / fast["tokens_per_s"], 2) if fast else None
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
             "hf_max_new": args.hf_max_new,
-            "auto_costs": {("fused" if f else "unfused"): c.to_dict() for f, c in costs.items()}}
+            "auto_costs": {("fused" if f else "unfused") + (" exact" if e else ""): c.to_dict()
+                           for (f, e), c in costs.items()}}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "e2e_" + args.device.split(":")[0]
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "acceptance", "mean_budget", "round_ms",
-            "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash"]
+            "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast"]
     md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
           + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())
           + f", {args.max_new} new tokens each; hf path {args.hf_max_new})", "",

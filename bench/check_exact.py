@@ -61,6 +61,9 @@ def main() -> None:
     prompts = [(kind, p) for kind in ("code", "chat") for p in PROMPT_SETS[kind][:args.prompts]]
     rows = []
     jobs = [(mode, batch) for mode in args.modes for batch in args.batches]
+    meta = {"date": str(date.today()), "device": torch.cuda.get_device_name() if cuda else platform.processor(),
+            "dtype": str(pair.dtype), "torch": torch.__version__, "max_new": args.max_new, "budget": args.budget,
+            "prompts": len(prompts)}
     for mode, batch in tqdm(jobs, desc="exact check"):
         for start in range(0, len(prompts), batch):
             group = prompts[start:start + batch]
@@ -71,26 +74,28 @@ def main() -> None:
                 for k, ((kind, _), a, g) in enumerate(zip(group, ar, got)):
                     rows.append({"mode": mode, "batch": batch, "prompt": start + k, "set": kind, "method": method}
                                 | compare(a, g))
-    meta = {"date": str(date.today()), "device": torch.cuda.get_device_name() if cuda else platform.processor(),
-            "dtype": str(pair.dtype), "torch": torch.__version__, "max_new": args.max_new, "budget": args.budget}
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = f"exact_{'h200' if cuda and 'H200' in meta['device'] else args.device}"
-    (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        write(args.out, meta, rows, cuda)  # after every (mode, batch): a run cut short keeps what it measured
+
+
+def write(out: Path, meta: dict, rows: list[dict], cuda: bool) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"exact_{'h200' if cuda and 'H200' in meta['device'] else 'cuda' if cuda else 'cpu'}"
+    (out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     lines = [f"# Bit-exact mode vs fast mode ({meta['date']}, {meta['device']}, {meta['dtype']}, torch {meta['torch']})",
-             "", f"`python bench/check_exact.py` : {len(prompts)} prompts (code + chat) x {args.max_new} greedy "
-             f"tokens, DDTree budget {args.budget}; 'tokens' = prompts whose output equals autoregressive greedy output "
-             "in the same mode and batch; 'logits' = committed positions whose target logits equal the "
-             "autoregressive step's bitwise (up to the first divergence).", "",
-             "| mode | batch | method | tokens equal | logit rows bitwise equal | first divergences |", "|---|---|---|---|---|---|"]
-    for mode, batch in jobs:
-        for method in ("ddtree", "dflash"):
-            sel = [r for r in rows if (r["mode"], r["batch"], r["method"]) == (mode, batch, method)]
-            firsts = [r["first_divergence"] for r in sel if r["first_divergence"] is not None]
-            lines.append(f"| {mode} | {batch} | {method} | {sum(r['tokens_equal'] for r in sel)}/{len(sel)} | "
-                         f"{sum(r['logit_rows_bitwise_equal'] for r in sel)}/{sum(r['logit_rows'] for r in sel)} | "
-                         f"{firsts or '-'} |")
-    (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+             "", f"`python bench/check_exact.py` : {meta['prompts']} prompts (code + chat) x {meta['max_new']} greedy "
+             f"tokens, DDTree budget {meta['budget']}; 'tokens equal' = prompts whose output equals autoregressive "
+             "greedy output in the same mode and batch; 'logit rows' = committed positions whose target logits equal "
+             "the autoregressive step's bitwise (up to the row that chose the first different token).", "",
+             "| mode | batch | method | tokens equal | logit rows bitwise equal | first divergences |",
+             "|---|---|---|---|---|---|"]
+    for key in dict.fromkeys((r["mode"], r["batch"], r["method"]) for r in rows):
+        sel = [r for r in rows if (r["mode"], r["batch"], r["method"]) == key]
+        firsts = [r["first_divergence"] for r in sel if r["first_divergence"] is not None]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {sum(r['tokens_equal'] for r in sel)}/{len(sel)} | "
+                     f"{sum(r['logit_rows_bitwise_equal'] for r in sel)}/{sum(r['logit_rows'] for r in sel)} | "
+                     f"{firsts or '-'} |")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[-len(lines) + 6:]))
 
 
 if __name__ == "__main__":

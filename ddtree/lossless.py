@@ -9,6 +9,7 @@ corrupted mask, a wrong position) stays.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -92,22 +93,32 @@ def check_lossless(pair: ModelPair, prompts, max_new_tokens: int, *, budget: int
         for method in methods:
             tokens = _greedy(pair, prompt, method, budget, chat, max_new_tokens, backend=backend)
             checked += len(tokens)
-            pos = first_difference(reference, tokens)
-            if pos is None:
+            found = find_divergence(pair, ar.tokens[0][:ar.prompt_lens[0]], reference, tokens, prompt=i,
+                                    method=method)
+            if found is None:
                 continue
-            context = ar.tokens[0][:ar.prompt_lens[0] + pos]
-            logits, _ = target_forward(pair.target, context, torch.arange(len(context)), None, TargetCache(), [])
-            top2 = logits[-1].topk(2).values.tolist()
-            again = None
             if rerun:
                 exact_ar = _greedy(pair, prompt, "ar", budget, chat, max_new_tokens, backend="native", exact=True)
                 exact_got = _greedy(pair, prompt, method, budget, chat, max_new_tokens, backend="native", exact=True)
                 again = first_difference(exact_ar, exact_got)
-                again = -1 if again is None else again
-            divergences.append(Divergence(i, method, pos, reference[pos] if pos < len(reference) else -1,
-                                          tokens[pos] if pos < len(tokens) else -1, top2[0] - top2[1],
-                                          ulps(top2[0] - top2[1], top2[0], pair.dtype), again))
+                found = dataclasses.replace(found, exact_rerun=-1 if again is None else again)
+            divergences.append(found)
     return LosslessReport(ok=not divergences, divergences=divergences, tokens_checked=checked)
+
+
+def find_divergence(pair: ModelPair, prompt_ids: list[int], expected: list[int], got: list[int], *, prompt: int = 0,
+                    method: str = "") -> Divergence | None:
+    """The first difference between an expected (autoregressive greedy) and a got continuation of `prompt_ids`, with
+    the target's top-2 logit margin there (a plain causal forward over the prompt and the expected tokens before
+    it), or None when they agree."""
+    pos = first_difference(expected, got)
+    if pos is None:
+        return None
+    context = list(prompt_ids) + list(expected[:pos])
+    logits, _ = target_forward(pair.target, context, torch.arange(len(context)), None, TargetCache(), [])
+    top1, top2 = logits[-1].topk(2).values.tolist()
+    return Divergence(prompt, method, pos, expected[pos] if pos < len(expected) else -1,
+                      got[pos] if pos < len(got) else -1, top1 - top2, ulps(top1 - top2, top1, pair.dtype))
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:

@@ -609,3 +609,19 @@ def test_explorer_probes_the_kernel_of_a_native_batch(pair):
     ex.probe.value = False
     assert ex.step().kernel.applied is None
     assert Explorer(ddtree.Session(pair, "x", budget=4, backend="reference")).probe.layout.display == "none"
+
+
+def test_divergence_table_shows_each_verdict():
+    """Identical runs, precision ties and real bugs each get their verdict, the margin in ulps and the tokens."""
+    from ddtree.lossless import Divergence
+    from ddtree.widgets import DivergenceTable
+    rows = [("padded, exact", None),
+            ("padded, fast", Divergence(0, "ddtree", 17, 65, 66, 0.0625, 1.0, exact_rerun=-1)),
+            ("unpadded, exact", Divergence(1, "ddtree", 3, 65, 90, 4.5, 72.0, exact_rerun=3))]
+    text = DivergenceTable(rows, decode=lambda ids: "".join(chr(i) for i in ids)).value
+    assert text.count("<tr>") == 4
+    assert "identical to autoregressive" in text
+    assert "precision tie; exact rerun identical" in text and "1 ulps" in text and "'A' &rarr; 'B'" in text
+    assert "far apart: a real bug; exact rerun diverges at 3" in text and "72 ulps" in text
+    assert DivergenceTable([("x", Divergence(0, "m", 0, 60, 62, 0.1, 1.0))], decode=lambda ids: "<&>").value.count(
+        "&lt;&amp;&gt;") == 2  # token text is escaped

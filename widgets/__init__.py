@@ -5,11 +5,11 @@ nodes) import no widget library, so ddtree.report can use them without ipywidget
 """
 
 __all__ = ["TreeView", "LogWeightView", "MaskView", "PathView", "Explorer", "SweepView", "AcceptanceView",
-           "RankDepthView", "CalibrationView"]
+           "RankDepthView", "CalibrationView", "DivergenceTable"]
 
 _LAZY = {"TreeView": "views", "LogWeightView": "views", "MaskView": "views", "PathView": "views",
          "Explorer": "explorer", "SweepView": "sweepview", "AcceptanceView": "analysis_views",
-         "RankDepthView": "analysis_views", "CalibrationView": "analysis_views"}
+         "RankDepthView": "analysis_views", "CalibrationView": "analysis_views", "DivergenceTable": "divergence"}
 
 
 def __getattr__(name):
