@@ -60,7 +60,7 @@ def main() -> None:
     pair = load_default_pair(device=args.device)
     prompts = [(kind, p) for kind in ("code", "chat") for p in PROMPT_SETS[kind][:args.prompts]]
     rows = []
-    jobs = [(mode, batch) for mode in args.modes for batch in args.batches]
+    jobs = [(mode, batch) for batch in args.batches for mode in args.modes]  # in the order given
     meta = {"date": str(date.today()), "device": torch.cuda.get_device_name() if cuda else platform.processor(),
             "dtype": str(pair.dtype), "torch": torch.__version__, "max_new": args.max_new, "budget": args.budget,
             "prompts": len(prompts)}

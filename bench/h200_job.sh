@@ -8,8 +8,8 @@
 #   notebooks       every notebook but 05 (SGLang's wheel is cp311 only)  -> $OUT/notebooks_h200.md
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
 #   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
-#   exact           bit-exact mode: check_exact.py (16 prompts x 256 tokens) and its cost (bench_e2e.py --exact,
-#                   T=0, budgets 32 128)                                   -> $OUT/exact_h200.*, $OUT/exact_cost/
+#   exact           bit-exact mode: check_exact.py (16 prompts x 256 tokens, batch 4 then 1) and its cost
+#                   (bench_e2e.py --exact, T=0, budget 128, 2 prompts a set) -> $OUT/exact_h200.*, $OUT/exact_cost/
 set -uo pipefail
 source bench/h200_setup.sh
 for step in "$@"; do
@@ -27,8 +27,8 @@ for step in "$@"; do
                       --max-new-tokens 128 --out "$OUT" 2>&1 | tail -25 ;;
     reference) timeout 450 python3 -P bench/bench_reference.py --reference-dir .reference/ddtree --out "$OUT" 2>&1 \
                  | grep -v "it/s]" | tail -40 ;;
-    exact) timeout 260 python3 -P bench/check_exact.py --out "$OUT" 2>&1 | grep -v "it/s]" | tail -14
-           timeout 200 python3 -P bench/bench_e2e.py --skip-hf --exact --budgets 32 128 --temperatures 0 --prompts 4 \
+    exact) timeout 210 python3 -P bench/check_exact.py --batches 4 1 --out "$OUT" 2>&1 | grep -v "it/s]" | tail -14
+           timeout 90 python3 -P bench/bench_e2e.py --skip-hf --exact --budgets 128 --temperatures 0 --prompts 2 \
              --out "$OUT/exact_cost" 2>&1 | tail -14 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
