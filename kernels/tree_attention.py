@@ -337,6 +337,42 @@ def _kv_tile(base, stride_n, start, bound, BLOCK: tl.constexpr, HEAD_DIM: tl.con
 
 
 @triton.jit
+def _program_rows(q_ptr, k_ptr, v_ptr, seq_lens_ptr, q_lens_ptr, num_rows, num_kv_heads, stride_qb, stride_qr,
+                  stride_qh, stride_kb, stride_kh, stride_vb, stride_vh, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+                  BLOCK_M: tl.constexpr, RAGGED_ROWS: tl.constexpr):
+    """What every attention program starts from: its request and kv head (program axis 1), its BLOCK_M (row, q head
+    of the group) pairs (axis 0), their queries, the request's K/V bases and an empty online-softmax state."""
+    b = tl.program_id(1) // num_kv_heads
+    kvh = tl.program_id(1) % num_kv_heads
+    seq_len = tl.load(seq_lens_ptr + b)
+    if RAGGED_ROWS:
+        q_len = tl.minimum(tl.load(q_lens_ptr + b), num_rows)
+    else:
+        q_len = num_rows
+    m_offs = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # [BLOCK_M] = row * GROUP + head in group
+    r = m_offs // GROUP
+    head = kvh * GROUP + m_offs % GROUP
+    row_ok = r < q_len
+    d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + b.to(tl.int64) * stride_qb + r[:, None] * stride_qr + head[:, None] * stride_qh + d[None, :],
+                mask=row_ok[:, None], other=0.0)  # [BLOCK_M, D]
+    k_base = k_ptr + b.to(tl.int64) * stride_kb + kvh * stride_kh
+    v_base = v_ptr + b.to(tl.int64) * stride_vb + kvh * stride_vh
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    return b, seq_len, q_len, m_offs, r, head, row_ok, d, q, k_base, v_base, m_i, l_i, acc
+
+
+@triton.jit
+def _store_rows(out_ptr, acc, l_i, b, r, head, d, keep, stride_ob, stride_or, stride_oh):
+    """The finished rows acc / l (0 where a row saw no key) into out[b, r, head], where `keep  # [BLOCK_M]`."""
+    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    o_ptr = out_ptr + b.to(tl.int64) * stride_ob + r[:, None] * stride_or + head[:, None] * stride_oh + d[None, :]
+    tl.store(o_ptr, o.to(out_ptr.dtype.element_ty), mask=keep[:, None])
+
+
+@triton.jit
 def _tree_attention_kernel(
         q_ptr, k_ptr, v_ptr, out_ptr, part_acc_ptr, part_ml_ptr, seq_lens_ptr, q_lens_ptr,
         bits_ptr, mask_ptr, mask_indptr_ptr, mask_numel,
@@ -349,28 +385,10 @@ def _tree_attention_kernel(
 
     Split s takes the s-th contiguous chunk of the prefix and every num_splits-th 32-column tile of the tree.
     """
-    pid_m = tl.program_id(0)
-    b = tl.program_id(1) // num_kv_heads
-    kvh = tl.program_id(1) % num_kv_heads
     split = tl.program_id(2)
-    seq_len = tl.load(seq_lens_ptr + b)
-    if RAGGED_ROWS:
-        q_len = tl.minimum(tl.load(q_lens_ptr + b), num_rows)
-    else:
-        q_len = num_rows
-
-    m_offs = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # [BLOCK_M] = row * GROUP + head in group
-    r = m_offs // GROUP
-    head = kvh * GROUP + m_offs % GROUP
-    row_ok = r < q_len
-    d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + b.to(tl.int64) * stride_qb + r[:, None] * stride_qr + head[:, None] * stride_qh + d[None, :],
-                mask=row_ok[:, None], other=0.0)  # [BLOCK_M, D]
-    k_base = k_ptr + b.to(tl.int64) * stride_kb + kvh * stride_kh
-    v_base = v_ptr + b.to(tl.int64) * stride_vb + kvh * stride_vh
-    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    b, seq_len, q_len, m_offs, r, head, row_ok, d, q, k_base, v_base, m_i, l_i, acc = _program_rows(
+        q_ptr, k_ptr, v_ptr, seq_lens_ptr, q_lens_ptr, num_rows, num_kv_heads, stride_qb, stride_qr, stride_qh,
+        stride_kb, stride_kh, stride_vb, stride_vh, GROUP, HEAD_DIM, BLOCK_M, RAGGED_ROWS)
 
     chunk = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
     lo = split * chunk
@@ -403,9 +421,7 @@ def _tree_attention_kernel(
         tl.store(part_ml_ptr + part_rows + part, l_i, mask=in_out)
         tl.store(part_acc_ptr + part[:, None] * HEAD_DIM + d[None, :], acc, mask=in_out[:, None])
     else:
-        o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-        o_ptr = out_ptr + b.to(tl.int64) * stride_ob + r[:, None] * stride_or + head[:, None] * stride_oh + d[None, :]
-        tl.store(o_ptr, o.to(out_ptr.dtype.element_ty), mask=in_out[:, None])
+        _store_rows(out_ptr, acc, l_i, b, r, head, d, in_out, stride_ob, stride_or, stride_oh)
 
 
 @triton.jit
@@ -457,26 +473,10 @@ def _exact_attention_kernel(
     """Program (row block, request x kv head): position-anchored key blocks, shared while they are whole prefix
     blocks for every row of the program, then each row's own last blocks."""
     pid_m = tl.program_id(0)
-    b = tl.program_id(1) // num_kv_heads
-    kvh = tl.program_id(1) % num_kv_heads
-    seq_len = tl.load(seq_lens_ptr + b)
-    if RAGGED_ROWS:
-        q_len = tl.minimum(tl.load(q_lens_ptr + b), num_rows)
-    else:
-        q_len = num_rows
-    m_offs = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # [BLOCK_M] = row * GROUP + head in group
-    r = m_offs // GROUP
-    head = kvh * GROUP + m_offs % GROUP
-    row_ok = r < q_len
-    d = tl.arange(0, HEAD_DIM)
+    b, seq_len, q_len, m_offs, r, head, row_ok, d, q, k_base, v_base, m_i, l_i, acc = _program_rows(
+        q_ptr, k_ptr, v_ptr, seq_lens_ptr, q_lens_ptr, num_rows, num_kv_heads, stride_qb, stride_qr, stride_qh,
+        stride_kb, stride_kh, stride_vb, stride_vh, GROUP, HEAD_DIM, BLOCK_M, RAGGED_ROWS)
     n = tl.arange(0, BLOCK_N)
-    q = tl.load(q_ptr + b.to(tl.int64) * stride_qb + r[:, None] * stride_qr + head[:, None] * stride_qh + d[None, :],
-                mask=row_ok[:, None], other=0.0)  # [BLOCK_M, D]
-    k_base = k_ptr + b.to(tl.int64) * stride_kb + kvh * stride_kh
-    v_base = v_ptr + b.to(tl.int64) * stride_vb + kvh * stride_vh
-    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
 
     first = pid_m * BLOCK_M // GROUP  # the program's first row
     last = tl.minimum((pid_m * BLOCK_M + BLOCK_M - 1) // GROUP, q_len - 1)
@@ -512,6 +512,4 @@ def _exact_attention_kernel(
             keep = own[:, None] & seen[None, :]
             m_i, l_i, acc = _exact_step(q, k, v, keep, own, m_i, l_i, acc, qk_scale, BLOCK_M, BLOCK_N, MMA)
 
-    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    o_ptr = out_ptr + b.to(tl.int64) * stride_ob + r[:, None] * stride_or + head[:, None] * stride_oh + d[None, :]
-    tl.store(o_ptr, o.to(out_ptr.dtype.element_ty), mask=(m_offs < num_rows * GROUP)[:, None])
+    _store_rows(out_ptr, acc, l_i, b, r, head, d, m_offs < num_rows * GROUP, stride_ob, stride_or, stride_oh)
