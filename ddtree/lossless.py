@@ -90,6 +90,7 @@ def check_lossless(pair: ModelPair, prompts, max_new_tokens: int, *, budget: int
     for i, prompt in enumerate(tqdm(list(prompts), desc="lossless check")):
         ar = Session(pair, prompt, method="ar", verify="greedy", chat=chat, backend=backend)
         reference = ar.run(max_new_tokens, stop_on_eos=False)[0].tokens
+        exact_ar = None  # the prompt's exact-mode autoregressive output, decoded once if a method diverges
         for method in methods:
             tokens = _greedy(pair, prompt, method, budget, chat, max_new_tokens, backend=backend)
             checked += len(tokens)
@@ -98,7 +99,8 @@ def check_lossless(pair: ModelPair, prompts, max_new_tokens: int, *, budget: int
             if found is None:
                 continue
             if rerun:
-                exact_ar = _greedy(pair, prompt, "ar", budget, chat, max_new_tokens, backend="native", exact=True)
+                if exact_ar is None:
+                    exact_ar = _greedy(pair, prompt, "ar", budget, chat, max_new_tokens, backend="native", exact=True)
                 exact_got = _greedy(pair, prompt, method, budget, chat, max_new_tokens, backend="native", exact=True)
                 again = first_difference(exact_ar, exact_got)
                 found = dataclasses.replace(found, exact_rerun=-1 if again is None else again)

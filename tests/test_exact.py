@@ -227,6 +227,24 @@ def test_divergence_triage_in_ulps(monkeypatch):
         check_lossless(tiny_random_pair(1), ["x"], 2, exact=True)
 
 
+def test_check_lossless_reruns_a_divergence_in_exact_mode(monkeypatch):
+    """A divergence in the fast run (here planted: the fast DDTree and DFlash outputs get token 2 changed) is decoded
+    again in exact mode, where it disappears; the prompt's exact autoregressive output is decoded once for both."""
+    import ddtree.lossless as lossless
+    real, calls = lossless._greedy, []
+
+    def greedy(pair, prompt, method, budget, chat, max_new_tokens, **backend):
+        calls.append((method, backend.get("exact", False)))
+        tokens = real(pair, prompt, method, budget, chat, max_new_tokens, **backend)
+        return tokens if backend.get("exact") else tokens[:2] + [tokens[2] + 1] + tokens[3:]
+
+    monkeypatch.setattr(lossless, "_greedy", greedy)
+    report = check_lossless(tiny_random_pair(1), ["first prompt"], 4, budget=6, exact=True)
+    assert not report.ok and [(d.method, d.position, d.exact_rerun) for d in report.divergences] == [
+        ("ddtree", 2, -1), ("dflash", 2, -1)]
+    assert calls.count(("ar", True)) == 1 and "exact-mode rerun identical" in str(report)
+
+
 @pytest.mark.gpu
 def test_exact_mode_on_gpu_with_cuda_graphs():
     """On the GPU (tensor-core tiles): the same bit-for-bit equality, replayed from CUDA graphs, and graphs change
