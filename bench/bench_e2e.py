@@ -28,7 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree import Session
-from ddtree.models import load_default_pair
+from ddtree.models import load_default_pair, load_pair
 
 PROMPT_SETS = {
     "code": [
@@ -111,10 +111,11 @@ def main() -> None:
     ap.add_argument("--hf-max-new", type=int, default=48)
     ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
     ap.add_argument("--skip-hf", action="store_true", help="time the native engine only")
+    ap.add_argument("--drafter", type=Path, help="a drafter folder instead of the shipped drafter")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     cuda = args.device.startswith("cuda")
-    pair = load_default_pair(device=args.device)
+    pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
     prompts = {name: PROMPT_SETS[name][:args.prompts] for name in sets}
     variants = [(args.fused, False)] + [(not args.fused, False)] * args.compare_unfused + [(True, True)] * args.exact
@@ -154,7 +155,7 @@ def main() -> None:
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
-            "hf_max_new": args.hf_max_new,
+            "hf_max_new": args.hf_max_new, "drafter": str(args.drafter or "shipped"),
             "auto_costs": {("fused" if f else "unfused") + (" exact" if e else ""): c.to_dict()
                            for (f, e), c in costs.items()}}
     args.out.mkdir(parents=True, exist_ok=True)

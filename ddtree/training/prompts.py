@@ -1,8 +1,11 @@
 """Training and held-out prompts from offline material: Python standard-library docstrings turned into coding and
-explanation requests, plus hand-written instruction templates over topic and task lists.
+explanation requests, hand-written instruction templates over topic and task lists, and the general-chat material
+of ddtree.training.chat. Every prompt records its kind, its group ("code" or "chat") and its source.
 
 Deterministic for a given Python version (docstrings differ between versions), so the result is committed as
-ddtree/training/data/prompts.json; rebuild it with `python -m ddtree.training.prompts`.
+ddtree/training/data/prompts.json; rebuild it with `python -m ddtree.training.prompts`. A prompt already in the
+committed file keeps its side of the split (shipped drafters trained on the train side, and a drafter started
+from them must never be measured on it); only new prompts are split.
 """
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ import random
 import sys
 import warnings
 from pathlib import Path
+
+from ddtree.training.chat import chat_prompts
 
 PROMPTS_FILE = Path(__file__).resolve().parent / "data" / "prompts.json"
 
@@ -34,6 +39,8 @@ STDLIB_MODULES = (
 BUILTIN_TYPES = ("str", "bytes", "list", "dict", "set", "frozenset", "tuple", "int", "float", "complex",
                  "bytearray", "range", "memoryview")
 MAX_DOC_CHARS = 400
+CODE_KINDS = ("stdlib", "coding")  # every other kind is general chat
+GROUPS = ("code", "chat")
 
 DOC_TEMPLATES = (
     "Explain what `{name}` does in Python and show a short example.",
@@ -177,24 +184,39 @@ def summary_line(doc: str) -> str:
     return first.split(". ")[0].rstrip(".") + "."
 
 
+def group_of(kind: str) -> str:
+    return "code" if kind in CODE_KINDS else "chat"
+
+
 def build_prompts(seed: int = 0) -> list[dict]:
-    """All prompts as {"kind", "prompt"} dicts, in a seeded shuffled order."""
+    """All prompts as {"kind", "group", "source", "prompt"} dicts, in a seeded shuffled order."""
     rng = random.Random(seed)
     prompts = []
     for qualname, doc in doc_items():
         for template in rng.sample(DOC_TEMPLATES, 2):
             text = template.format(name=qualname, doc=doc, summary=summary_line(doc))
-            prompts.append({"kind": "stdlib", "prompt": text})
+            source = f"template:stdlib#{DOC_TEMPLATES.index(template)} x docstring of {qualname}"
+            prompts.append({"kind": "stdlib", "source": source, "prompt": text})
     for topic in TOPICS:
         for template in rng.sample(TOPIC_TEMPLATES, 8):
             text = template.format(topic=topic, other=rng.choice([t for t in TOPICS if t != topic]))
-            prompts.append({"kind": "topic", "prompt": text[0].upper() + text[1:]})
+            source = f"template:topic#{TOPIC_TEMPLATES.index(template)} x TOPICS"
+            prompts.append({"kind": "topic", "source": source, "prompt": text[0].upper() + text[1:]})
     for task in CODING_TASKS:
         for template in rng.sample(CODING_TEMPLATES, 6):
-            prompts.append({"kind": "coding", "prompt": template.format(task=task)})
-    unique = list({p["prompt"]: p for p in prompts}.values())
+            source = f"template:coding#{CODING_TEMPLATES.index(template)} x CODING_TASKS"
+            prompts.append({"kind": "coding", "source": source, "prompt": template.format(task=task)})
+    prompts += chat_prompts(seed)
+    unique = list({p["prompt"]: p | {"group": group_of(p["kind"])} for p in prompts}.values())
     rng.shuffle(unique)
     return unique
+
+
+def interleave_kinds(prompts: list[dict]) -> list[dict]:
+    """The prompts reordered so that any prefix mixes the kinds (benchmarks take the first few)."""
+    kinds = sorted({p["kind"] for p in prompts})
+    by_kind = [[p for p in prompts if p["kind"] == kind] for kind in kinds]
+    return [group[i] for i in range(max(map(len, by_kind), default=0)) for group in by_kind if i < len(group)]
 
 
 def split_prompts(prompts: list[dict], heldout: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -202,37 +224,58 @@ def split_prompts(prompts: list[dict], heldout: int, seed: int = 0) -> tuple[lis
     if not 0 < heldout < len(prompts):
         raise ValueError(f"heldout must be in (0, {len(prompts)}), got {heldout}")
     rng = random.Random(seed + 1)
-    kinds = sorted({p["kind"] for p in prompts})
     chosen = set()
-    for kind in kinds:
+    for kind in sorted({p["kind"] for p in prompts}):
         indices = [i for i, p in enumerate(prompts) if p["kind"] == kind]
         chosen.update(rng.sample(indices, max(1, round(heldout * len(indices) / len(prompts)))))
-    held = [prompts[i] for i in sorted(chosen)]
-    # Interleave kinds so that any prefix of the held-out list mixes them (benchmarks take the first few).
-    by_kind = [[p for p in held if p["kind"] == kind] for kind in kinds]
-    mixed = [group[i] for i in range(max(map(len, by_kind))) for group in by_kind if i < len(group)]
-    return [p for i, p in enumerate(prompts) if i not in chosen], mixed
+    held = interleave_kinds([prompts[i] for i in sorted(chosen)])
+    return [p for i, p in enumerate(prompts) if i not in chosen], held
 
 
-def load_prompts(path=PROMPTS_FILE) -> tuple[list[str], list[str]]:
-    """(train prompts, held-out prompts) as strings, from the committed prompts file."""
+def extend_split(committed: dict, prompts: list[dict], heldout_fraction: float, seed: int = 0):
+    """(train, heldout) that keep every prompt of `committed` (a prompts file's content) on its side, in its order,
+    and split only the prompts it lacks, `heldout_fraction` of them held out per kind."""
+    old = {p["prompt"] for side in ("train", "heldout") for p in committed[side]}
+    fresh = [p for p in prompts if p["prompt"] not in old]
+    known = {p["prompt"]: p for p in prompts}
+    keep = {side: [known.get(p["prompt"], p) for p in committed[side]] for side in ("train", "heldout")}
+    for side in keep:  # entries of an older file format gain a group and a source
+        keep[side] = [{"group": group_of(p["kind"]), "source": "earlier prompts file"} | p for p in keep[side]]
+    if not fresh:
+        return keep["train"], keep["heldout"]
+    train, held = split_prompts(fresh, max(1, round(heldout_fraction * len(fresh))), seed)
+    return keep["train"] + train, keep["heldout"] + held
+
+
+def load_prompts(path=PROMPTS_FILE, group: str | None = None) -> tuple[list[str], list[str]]:
+    """(train prompts, held-out prompts) as strings, from the committed prompts file; with `group` ("code" or
+    "chat") only that group's, reordered so that any prefix mixes its kinds."""
+    if group is not None and group not in GROUPS:
+        raise ValueError(f"group must be one of {GROUPS} or None, got {group!r}")
     data = json.loads(Path(path).read_text())
-    return [p["prompt"] for p in data["train"]], [p["prompt"] for p in data["heldout"]]
+    sides = [data["train"], data["heldout"]]
+    if group is not None:
+        sides = [interleave_kinds([p for p in side if group_of(p["kind"]) == group]) for side in sides]
+    return [p["prompt"] for p in sides[0]], [p["prompt"] for p in sides[1]]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=PROMPTS_FILE)
-    parser.add_argument("--heldout", type=int, default=200)
+    parser.add_argument("--keep-split", type=Path, default=PROMPTS_FILE,
+                        help="a prompts file whose prompts keep their side (default: the committed one, if any)")
+    parser.add_argument("--heldout-fraction", type=float, default=0.04, help="of the prompts not yet split")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    train, heldout = split_prompts(build_prompts(args.seed), args.heldout, args.seed)
+    committed = json.loads(args.keep_split.read_text()) if args.keep_split.exists() else {"train": [], "heldout": []}
+    train, heldout = extend_split(committed, build_prompts(args.seed), args.heldout_fraction, args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    count = lambda side: {g: sum(p["group"] == g for p in side) for g in GROUPS}  # noqa: E731
     meta = {"python": sys.version.split()[0], "seed": args.seed, "train_count": len(train),
-            "heldout_count": len(heldout)}
+            "heldout_count": len(heldout), "train_groups": count(train), "heldout_groups": count(heldout)}
     args.out.write_text(json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
     kinds = {kind: sum(p["kind"] == kind for p in train) for kind in sorted({p["kind"] for p in train})}
-    print(f"wrote {args.out}: {len(train)} train prompts {kinds}, {len(heldout)} held out")
+    print(f"wrote {args.out}: {len(train)} train prompts {kinds}, {len(heldout)} held out {count(heldout)}")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,16 @@
   with random anchors per response (ddtree.training.forward) until --steps or --seconds, writing to --out:
   data.npz (the sequences), log.jsonl (train/val metrics), train.log is the caller's, ckpt/ (bf16 drafter
   folder, shards <= 15 MB). See ddtree/training/README.md for the commands used for the shipped drafter.
+
+  Several shapes (--layers 3 5) train side by side on the same batches and anchors, sharing one target forward per
+  step; each writes ckpt-<n>L/. With --init-from, every shape starts from that drafter (extra layers appended so
+  that they start as the identity: see grown).
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import time
@@ -48,14 +53,47 @@ def make_batch(data: SequenceData, index, device):
     return tokens.to(device), lengths.to(device), prompt_lens.to(device)
 
 
-def step_metrics(drafter, target, batch, num_anchors, gamma, generator, autocast):
-    """Loss and stats of one batch (random anchors from `generator`)."""
+@dataclasses.dataclass
+class Run:
+    """One drafter being trained: its optimizer, checkpoint folder and best validation loss so far."""
+    name: str
+    drafter: DFlashDrafter
+    optimizer: torch.optim.Optimizer
+    folder: Path
+    best_val: float = math.inf
+
+
+def grown(drafter: DFlashDrafter, num_layers: int) -> DFlashDrafter:
+    """`drafter` deepened to `num_layers` full-attention layers: its weights, plus new layers whose output
+    projections (o_proj, down_proj) are zero, so the grown drafter starts computing exactly what `drafter` does."""
+    config = drafter.config
+    extra = num_layers - config.num_hidden_layers
+    if extra < 0:
+        raise ValueError(f"--layers {num_layers} is fewer than the --init-from drafter's {config.num_hidden_layers}")
+    bigger = DFlashDrafter(dataclasses.replace(config, num_hidden_layers=num_layers,
+                                               layer_types=config.layer_types + ("full_attention",) * extra))
+    bigger.to(drafter.device, drafter.dtype)
+    bigger.load_state_dict(drafter.state_dict(), strict=False)
+    with torch.no_grad():
+        for layer in bigger.layers[config.num_hidden_layers:]:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    return bigger
+
+
+def step_metrics(drafters, target, batch, num_anchors, gamma, generator, autocast):
+    """[(loss, stats)] of one batch for each drafter: the same random anchors (from `generator`) and one target
+    forward for all (the drafters share their target_layer_ids)."""
     tokens, lengths, prompt_lens = batch
     anchors, valid = sample_anchors(prompt_lens, lengths, num_anchors, generator)
-    features = target_features(target, tokens, drafter.config.target_layer_ids)
-    with autocast():
-        hidden = training_forward(drafter, target.get_input_embeddings().weight, features, tokens, anchors)
-        return block_loss(hidden, target.get_output_embeddings(), tokens, lengths, anchors, valid, gamma)
+    features = target_features(target, tokens, drafters[0].config.target_layer_ids)
+    results = []
+    for drafter in drafters:
+        with autocast():
+            hidden = training_forward(drafter, target.get_input_embeddings().weight, features, tokens, anchors)
+            results.append(block_loss(hidden, target.get_output_embeddings(), tokens, lengths, anchors, valid,
+                                      gamma))
+    return results
 
 
 def learning_rate(step: int, progress: float, peak: float, warmup: int, floor: float = 0.1) -> float:
@@ -67,22 +105,25 @@ def learning_rate(step: int, progress: float, peak: float, warmup: int, floor: f
 
 
 @torch.no_grad()
-def evaluate(drafter, target, data: SequenceData, args, autocast) -> dict:
-    """Validation loss and chain-acceptance proxy on the greedy sequences of `data`, fixed anchors."""
-    drafter.eval()
+def evaluate(drafters, target, data: SequenceData, args, autocast) -> list[dict]:
+    """Per drafter: validation loss and chain-acceptance proxy on the greedy sequences of `data`, fixed anchors."""
     greedy = np.flatnonzero(data.temperatures == 0)[:args.val_sequences]
     generator = torch.Generator(device=args.device).manual_seed(1234)
-    totals = {"loss": 0.0, "chain_accept": 0.0, "depth_acc": 0.0}
+    totals = [{"loss": 0.0, "chain_accept": 0.0, "depth_acc": 0.0} for _ in drafters]
     batches = range(0, len(greedy), args.batch_size)
+    for drafter in drafters:
+        drafter.eval()
     for start in batches:
         batch = make_batch(data, greedy[start:start + args.batch_size], args.device)
-        loss, stats = step_metrics(drafter, target, batch, args.anchors, args.gamma, generator, autocast)
-        totals["loss"] += float(loss) / len(batches)
-        totals["chain_accept"] += float(stats["chain_accept"]) / len(batches)
-        totals["depth_acc"] += stats["depth_acc"].cpu() / len(batches)
-    drafter.train()
-    return {"val_loss": totals["loss"], "val_chain_accept": totals["chain_accept"],
-            "val_depth_acc": [round(x, 4) for x in totals["depth_acc"].tolist()]}
+        for total, (loss, stats) in zip(totals, step_metrics(drafters, target, batch, args.anchors, args.gamma,
+                                                             generator, autocast)):
+            total["loss"] += float(loss) / len(batches)
+            total["chain_accept"] += float(stats["chain_accept"]) / len(batches)
+            total["depth_acc"] += stats["depth_acc"].cpu() / len(batches)
+    for drafter in drafters:
+        drafter.train()
+    return [{"val_loss": t["loss"], "val_chain_accept": t["chain_accept"],
+             "val_depth_acc": [round(x, 4) for x in t["depth_acc"].tolist()]} for t in totals]
 
 
 def save_checkpoint(drafter: DFlashDrafter, folder: Path) -> None:
@@ -90,20 +131,31 @@ def save_checkpoint(drafter: DFlashDrafter, folder: Path) -> None:
     copy.deepcopy(drafter).to(torch.bfloat16).save_pretrained(folder, max_shard_mb=15)
 
 
-def train(drafter, target, train_data: SequenceData, val_data: SequenceData, args) -> None:
-    """AdamW on the drafter (target frozen) until args.steps or args.seconds; logs to args.out/log.jsonl."""
+def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceData, args) -> None:
+    """AdamW on each run's drafter (target frozen) until args.steps or args.seconds; logs to args.out/log.jsonl.
+    Checkpoints every args.save_every seconds and at the end, or with args.keep_best only when the validation
+    loss improves (checked every args.val_every steps and at the end)."""
     cuda = args.device.startswith("cuda")
     device_type = "cuda" if cuda else "cpu"
     autocast = lambda: torch.autocast(device_type, dtype=torch.bfloat16, enabled=cuda)  # noqa: E731
-    optimizer = torch.optim.AdamW(drafter.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01,
-                                  **({"fused": True} if cuda else {}))
+    drafters = [run.drafter for run in runs]
     generator = torch.Generator(device=args.device).manual_seed(args.seed)
     order_rng = np.random.default_rng(args.seed)
     log = (args.out / "log.jsonl").open("a")
     order, cursor, step = order_rng.permutation(len(train_data)), 0, 0
     t0 = last_save = time.perf_counter()
+
+    def validate(record: dict) -> None:
+        for run, metrics in zip(runs, evaluate(drafters, target, val_data, args, autocast)):
+            record[run.name] |= metrics
+            if args.keep_best and metrics["val_loss"] < run.best_val:
+                run.best_val = metrics["val_loss"]
+                save_checkpoint(run.drafter, run.folder)
+                record[run.name]["saved"] = True
+
     bar = tqdm(total=args.steps, desc="training", unit="step")
-    drafter.train()
+    for drafter in drafters:
+        drafter.train()
     while True:
         elapsed = time.perf_counter() - t0
         progress = max(step / args.steps if args.steps else 0.0, elapsed / args.seconds if args.seconds else 0.0)
@@ -114,35 +166,41 @@ def train(drafter, target, train_data: SequenceData, val_data: SequenceData, arg
         batch = make_batch(train_data, order[cursor:cursor + args.batch_size], args.device)
         cursor += args.batch_size
         lr = learning_rate(step, progress, args.lr, args.warmup)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        loss, stats = step_metrics(drafter, target, batch, args.anchors, args.gamma, generator, autocast)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
-        optimizer.step()
+        results = step_metrics(drafters, target, batch, args.anchors, args.gamma, generator, autocast)
+        record = {"step": step + 1, "elapsed": round(time.perf_counter() - t0, 1), "lr": float(f"{lr:.4g}")}
+        for run, (loss, stats) in zip(runs, results):
+            for group in run.optimizer.param_groups:
+                group["lr"] = lr
+            run.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(run.drafter.parameters(), 1.0)
+            run.optimizer.step()
+            record[run.name] = {"loss": round(loss.item(), 4), "chain_accept": round(float(stats["chain_accept"]), 3),
+                                "depth_acc_1_4": [round(x, 3) for x in stats["depth_acc"][:4].tolist()],
+                                "grad_norm": round(float(grad_norm), 3), "tokens": stats["tokens"]}
         step += 1
         bar.update()
         if step % args.log_every == 0:
-            record = {"step": step, "elapsed": round(time.perf_counter() - t0, 1),
-                      "loss": round(loss.item(), 4), "chain_accept": round(float(stats["chain_accept"]), 3),
-                      "depth_acc_1_4": [round(x, 3) for x in stats["depth_acc"][:4].tolist()],
-                      "lr": float(f"{lr:.4g}"), "grad_norm": round(float(grad_norm), 3), "tokens": stats["tokens"]}
             if step % args.val_every == 0:
-                record |= evaluate(drafter, target, val_data, args, autocast)
+                validate(record)
             log.write(json.dumps(record) + "\n")
             log.flush()
             bar.write(json.dumps(record))
-        if time.perf_counter() - last_save > args.save_every:
-            save_checkpoint(drafter, args.out / "ckpt")
+        if not args.keep_best and time.perf_counter() - last_save > args.save_every:
+            for run in runs:
+                save_checkpoint(run.drafter, run.folder)
             last_save = time.perf_counter()
     bar.close()
-    final = {"step": step, "elapsed": round(time.perf_counter() - t0, 1), "final": True}
-    final |= evaluate(drafter, target, val_data, args, autocast)
+    final = {"step": step, "elapsed": round(time.perf_counter() - t0, 1), "final": True} | {run.name: {} for run in runs}
+    validate(final)
+    if not args.keep_best:
+        for run in runs:
+            save_checkpoint(run.drafter, run.folder)
+    for run in runs:
+        final[run.name]["best_val_loss"] = run.best_val if args.keep_best else None
     log.write(json.dumps(final) + "\n")
     log.close()
     print(json.dumps(final))
-    save_checkpoint(drafter, args.out / "ckpt")
 
 
 def parse_args(argv=None):
@@ -161,8 +219,10 @@ def parse_args(argv=None):
     data.add_argument("--val-prompts", type=int, default=64, help="training prompts kept out for validation")
     data.add_argument("--val-sequences", type=int, default=64)
     model = parser.add_argument_group("drafter")
-    model.add_argument("--init-from", type=Path, help="continue from a drafter folder")
-    model.add_argument("--layers", type=int, default=3)
+    model.add_argument("--init-from", type=Path, nargs="+",
+                       help="continue from a drafter folder (deepened to each --layers), or one folder per --layers")
+    model.add_argument("--layers", type=int, nargs="+", default=[3],
+                       help="drafter depth; several values train that many drafters side by side")
     model.add_argument("--layer-ids", type=int, nargs="+", help="target layer ids (default: 5 spread ids)")
     model.add_argument("--block-size", type=int, default=16)
     model.add_argument("--mask-token-id", type=int, default=MASK_TOKEN_ID)
@@ -179,9 +239,15 @@ def parse_args(argv=None):
     opt.add_argument("--log-every", type=int, default=25)
     opt.add_argument("--val-every", type=int, default=250)
     opt.add_argument("--save-every", type=float, default=120.0, help="seconds between checkpoints")
+    opt.add_argument("--keep-best", action="store_true",
+                     help="checkpoint only when the validation loss improves (instead of every --save-every s)")
     args = parser.parse_args(argv)
     if not (args.steps or args.seconds or args.stop_at):
         parser.error("give --steps, --seconds or --stop-at")
+    if len(set(args.layers)) != len(args.layers) or min(args.layers) < 1:
+        parser.error(f"--layers must list distinct positive depths, got {args.layers}")
+    if args.init_from and len(args.init_from) not in (1, len(args.layers)):
+        parser.error(f"--init-from takes one folder or one per --layers ({len(args.layers)}), got {len(args.init_from)}")
     return args
 
 
@@ -207,26 +273,35 @@ def main(argv=None) -> None:
     data = SequenceData.concat(parts)
     if (data.tokens == args.mask_token_id).any():
         print(f"warning: mask token id {args.mask_token_id} occurs in the data", flush=True)
-    train_data, val_data = data.split(range(len(prompts) - args.val_prompts, len(prompts)))
-    if args.init_from:
-        drafter = DFlashDrafter.from_pretrained(args.init_from, device=args.device, dtype=torch.float32)
-    else:
-        layers = target.config.num_hidden_layers
-        drafter = random_drafter_for(target, num_layers=args.layers, block_size=args.block_size, seed=args.seed,
-                                     target_layer_ids=args.layer_ids or spread_layer_ids(layers, 5),
-                                     mask_token_id=args.mask_token_id)
-    drafter = drafter.float().requires_grad_(True)
-    config = drafter.config
-    print(f"drafter: {config.num_hidden_layers} layers, target_layer_ids {list(config.target_layer_ids)}, "
-          f"mask {config.mask_token_id}, {sum(p.numel() for p in drafter.parameters()) / 1e6:.1f} M parameters; "
-          f"{len(train_data)} train / {len(val_data)} val sequences", flush=True)
+    # Validation prompts spread evenly over the training list, so that they mix its kinds and groups.
+    train_data, val_data = data.split(np.linspace(0, len(prompts) - 1, args.val_prompts).round().astype(int))
+    runs = []
+    for i, num_layers in enumerate(args.layers):
+        if args.init_from:
+            folder = args.init_from[i % len(args.init_from)]
+            start = DFlashDrafter.from_pretrained(folder, device=args.device, dtype=torch.float32)
+            drafter = grown(start, num_layers)
+        else:
+            drafter = random_drafter_for(target, num_layers=num_layers, block_size=args.block_size, seed=args.seed,
+                                         target_layer_ids=args.layer_ids or
+                                         spread_layer_ids(target.config.num_hidden_layers, 5),
+                                         mask_token_id=args.mask_token_id)
+        drafter = drafter.float().requires_grad_(True)
+        optimizer = torch.optim.AdamW(drafter.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01,
+                                      **({"fused": True} if args.device.startswith("cuda") else {}))
+        name = f"{num_layers}L"
+        runs.append(Run(name, drafter, optimizer, args.out / ("ckpt" if len(args.layers) == 1 else f"ckpt-{name}")))
+        config = drafter.config
+        print(f"drafter {name}: target_layer_ids {list(config.target_layer_ids)}, mask {config.mask_token_id}, "
+              f"{sum(p.numel() for p in drafter.parameters()) / 1e6:.1f} M parameters", flush=True)
+    print(f"{len(train_data)} train / {len(val_data)} val sequences", flush=True)
     with (args.out / "log.jsonl").open("a") as log:
         log.write(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "train_sequences": len(train_data),
                               "train_tokens": int(train_data.offsets[-1])}) + "\n")
     if args.stop_at:
         args.seconds = args.stop_at - 15 - (time.perf_counter() - started)
         print(f"training for {args.seconds:.0f} s", flush=True)
-    train(drafter, target, train_data, val_data, args)
+    train(runs, target, train_data, val_data, args)
 
 
 if __name__ == "__main__":

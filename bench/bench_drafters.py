@@ -1,0 +1,91 @@
+"""Drafter shapes side by side on the native engine: acceptance per unit of draft time, on held-out prompts.
+
+For each drafter folder (same target, loaded once) and each held-out group (code, chat: the first --prompts of
+ddtree.training.prompts' held-out split, kinds interleaved), times the DFlash chain and DDTree at --budgets, greedy
+(T=0) and, for the first budget, sampled (T=1), with bench_e2e's timed_run (static cache, CUDA graphs on a GPU).
+Reports acceptance (tokens per target forward), draft_ms (the drafter's time a round), acceptance per draft ms,
+round_ms and tokens/s; the pick is the drafter with the highest DDTree tokens/s at the first budget and T=0, over
+both groups (end-to-end speed is acceptance per unit of round time, of which the draft is the part that changes).
+Writes bench/results/drafters_<device>.{md,json}.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+from datetime import date
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from ddtree.models import load_pair
+from ddtree.training.prompts import GROUPS, load_prompts
+
+HERE = Path(__file__).resolve().parent
+
+
+def load_bench_e2e():
+    """bench_e2e.py as a module (loaded by path: `python -P` does not put bench/ on sys.path)."""
+    spec = importlib.util.spec_from_file_location("bench_e2e", HERE / "bench_e2e.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("drafters", type=Path, nargs="+", help="drafter folders (config.json + safetensors shards)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--budgets", type=int, nargs="+", default=[64, 128])
+    ap.add_argument("--prompts", type=int, default=8, help="first N held-out prompts of each group")
+    ap.add_argument("--max-new", type=int, default=128)
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    args = ap.parse_args()
+    e2e = load_bench_e2e()
+    cuda = args.device.startswith("cuda")
+    base = load_pair(None, args.drafters[0], device=args.device)
+    prompts = {group: load_prompts(group=group)[1][:args.prompts] for group in GROUPS}
+    configs = [("dflash", 0, 0.0)] + [("ddtree", b, 0.0) for b in args.budgets] + [("ddtree", args.budgets[0], 1.0)]
+    jobs = [(folder, group, config) for folder in args.drafters for group in GROUPS for config in configs]
+    rows, pairs = [], {}
+    for folder, group, (method, budget, temperature) in tqdm(jobs, desc="configurations"):
+        if folder not in pairs:
+            pairs[folder] = load_pair((base.target, base.tokenizer), folder)
+        pair = pairs[folder]
+        runs = [e2e.timed_run(pair, p, method, budget, temperature, args.max_new, True, cuda, (True, False), {})
+                for p in prompts[group]]
+        rounds, wall = sum(r["rounds"] for r in runs), sum(r["wall"] for r in runs)
+        acceptance = sum(r["accepted"] for r in runs) / rounds
+        draft_ms = 1e3 * sum(r["stage"]["draft"] for r in runs) / rounds
+        rows.append({"drafter": folder.name, "layers": pair.drafter.config.num_hidden_layers, "group": group,
+                     "method": method, "budget": budget or None, "T": temperature,
+                     "acceptance": round(acceptance, 2), "draft_ms": round(draft_ms, 3),
+                     "acceptance_per_draft_ms": round(acceptance / draft_ms, 3),
+                     "round_ms": round(1e3 * wall / rounds, 3),
+                     "tokens_per_s": round(sum(r["tokens"] for r in runs) / wall, 1)})
+    score = {folder.name: sum(r["tokens_per_s"] for r in rows if r["drafter"] == folder.name and
+                              r["method"] == "ddtree" and r["budget"] == args.budgets[0] and r["T"] == 0)
+             for folder in args.drafters}
+    pick = max(score, key=score.get)
+    device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
+    meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(base.dtype),
+            "prompts": args.prompts, "max_new": args.max_new, "pick": pick}
+    name = "drafters_" + args.device.split(":")[0]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    cols = list(rows[0])
+    md = [f"# Drafter shapes ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}; held-out prompts, "
+          f"{args.prompts} a group x {args.max_new} new tokens)", "", "| " + " | ".join(cols) + " |",
+          "|" + "---|" * len(cols)]
+    md += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
+    md += ["", f"Pick (highest DDTree-{args.budgets[0]} T=0 tokens/s summed over the groups): **{pick}** "
+           + ", ".join(f"{k}: {v:.0f}" for k, v in score.items())]
+    text = "\n".join(md) + "\n"
+    (args.out / f"{name}.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The drafter training job: deepening a drafter (grown), several shapes side by side, keep-best checkpoints."""
+import json
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from ddtree.models import DFlashDrafter
+from ddtree.models.pair import DEFAULT_DRAFTER_DIR
+from ddtree.training import train
+from ddtree.training.forward import training_forward
+from tests.test_trained_drafter import TINY, tiny_drafter
+
+
+def test_grown_drafter_starts_as_its_source_and_its_new_layers_learn():
+    small = tiny_drafter()
+    big = train.grown(small, 4)
+    assert big.config.num_hidden_layers == 4 and len(big.layers) == 4
+    assert big.config.layer_types == TINY["layer_types"] + ("full_attention", "full_attention")
+    gen = torch.Generator().manual_seed(0)
+    table = torch.randn(TINY["vocab_size"], 32, generator=gen)
+    features = torch.randn(2, 12, 64, generator=gen)
+    tokens = torch.randint(0, 299, (2, 12), generator=gen)
+    anchors = torch.tensor([[1, 7], [9, 2]])
+    want = training_forward(small, table, features, tokens, anchors)
+    got = training_forward(big.requires_grad_(True), table, features, tokens, anchors)
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    got.square().sum().backward()
+    for layer in big.layers[2:]:  # zero output projections still receive gradient
+        assert layer.self_attn.o_proj.weight.grad.abs().sum() > 0
+        assert layer.mlp.down_proj.weight.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="--layers 1 is fewer"):
+        train.grown(small, 1)
+
+
+def test_parse_args_rejects_bad_shapes():
+    with pytest.raises(SystemExit):
+        train.parse_args(["--out", "x", "--steps", "1", "--layers", "3", "3"])
+    with pytest.raises(SystemExit):
+        train.parse_args(["--out", "x", "--steps", "1", "--layers", "3", "5", "--init-from", "a", "b", "c"])
+
+
+def test_two_shapes_train_side_by_side_from_the_shipped_drafter(tmp_path):
+    """Real target on CPU at toy scale: 3 and 4 layers from the shipped drafter, keep-best checkpoints."""
+    prompts = tmp_path / "prompts.json"
+    texts = ["Name a fruit.", "Say hello.", "Count to three.", "What is 2 + 2?", "Name a colour.", "Say bye."]
+    prompts.write_text(json.dumps({"train": [{"kind": "topic", "prompt": t} for t in texts], "heldout": []}))
+    shipped = DEFAULT_DRAFTER_DIR
+    train.main(["--out", str(tmp_path / "run"), "--device", "cpu", "--prompts", str(prompts), "--max-new-tokens",
+                "8", "--gen-batch", "6", "--temperatures", "0", "--val-prompts", "2", "--val-sequences", "2",
+                "--steps", "4", "--batch-size", "2", "--anchors", "3", "--log-every", "2", "--val-every", "2",
+                "--warmup", "1", "--layers", "3", "4", "--init-from", str(shipped), "--keep-best"])
+    records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "step" in r]
+    assert [r["step"] for r in steps] == [2, 4, 4]  # logged every 2 steps, then the final record
+    for name, layers in (("3L", 3), ("4L", 4)):
+        losses = [r[name]["val_loss"] for r in steps]
+        assert steps[-1][name]["best_val_loss"] == pytest.approx(min(losses))
+        saved = DFlashDrafter.from_pretrained(tmp_path / "run" / f"ckpt-{name}")
+        assert saved.config.num_hidden_layers == layers
+        with safe_open(next((tmp_path / "run" / f"ckpt-{name}").glob("*.safetensors")), "pt") as shard:
+            assert shard.get_tensor(next(iter(shard.keys()))).dtype == torch.bfloat16
+    assert all(r["3L"]["tokens"] == r["4L"]["tokens"] for r in steps[:2])  # the same batches and anchors
