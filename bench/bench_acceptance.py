@@ -1,9 +1,10 @@
-"""Acceptance length of the shipped SmolLM2 DFlash drafter on held-out prompts (CPU, float32).
+"""Acceptance length of SmolLM2 DFlash drafters on held-out prompts, code and chat reported apart (CPU, float32).
 
-Mean acceptance length = committed tokens per target forward (verify round), pooled over the prompts, for the
+Mean acceptance length = committed tokens per target forward (verify round), pooled over a group's prompts, for the
 DFlash chain and for DDTree at several node budgets, with greedy verification (T = 0) and exact sampled
-verification (T = 1). Optionally runs ddtree.check_lossless on the first prompts. Writes
-bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
+verification (T = 1). Several drafters (the shipped one by default, e.g. also the v1 folder) are measured side by
+side on the same prompts. Optionally runs ddtree.check_lossless on each group's first prompts with the first
+drafter. Writes bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree import Session, check_lossless
-from ddtree.models import load_default_pair, load_pair
-from ddtree.training.prompts import load_prompts
+from ddtree.models import load_pair
+from ddtree.models.pair import DEFAULT_DRAFTER_DIR
+from ddtree.training.prompts import GROUPS, load_prompts
 
 
 def configs(budgets, temperatures):
@@ -44,72 +46,102 @@ def measure(pair, prompts, method: str, budget: int, temperature: float, max_new
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def markdown(rows, meta, lossless) -> str:
+def table(rows) -> list[str]:
+    """One markdown table: a row per (drafter, group, method, budget), a column per temperature."""
     temps = sorted({r["temperature"] for r in rows})
-    keys = sorted({(r["method"] != "dflash", r["budget"] or 0) for r in rows})
-    cell = {(r["method"] != "dflash", r["budget"] or 0, r["temperature"]): r for r in rows}
-    head = "| method | budget | " + " | ".join(f"T={t:g} acceptance (rounds)" for t in temps) + " |"
-    lines = [head, "|---|---|" + "---|" * len(temps)]
-    for is_tree, budget in keys:
-        values = " | ".join(f"{cell[is_tree, budget, t]['acceptance']:.2f} ({cell[is_tree, budget, t]['rounds']})"
-                            for t in temps)
-        lines.append(f"| {'DDTree' if is_tree else 'DFlash chain'} | {budget if is_tree else '-'} | {values} |")
-    text = (f"# Acceptance length of the SmolLM2 DFlash drafter ({meta['date']})\n\n"
-            f"{meta['device']}, torch {meta['torch']}, float32; {meta['prompts']} held-out prompts x up to "
-            f"{meta['max_new_tokens']} new tokens (stop at EOS); acceptance = committed tokens per target forward, "
-            f"pooled over prompts. T=0: greedy verification; T>0: exact sampled verification at that "
-            f"temperature. Drafter: {meta['drafter']}.\n\n" + "\n".join(lines) + "\n")
-    if lossless is not None:
-        text += f"\n## Lossless check\n\n`check_lossless(pair, heldout[:{meta['lossless_prompts']}], " \
-                f"{meta['lossless_tokens']})`: {lossless}\n"
+    keys = list(dict.fromkeys((r["drafter"], r["group"], r["method"] != "dflash", r["budget"] or 0) for r in rows))
+    cell = {(r["drafter"], r["group"], r["method"] != "dflash", r["budget"] or 0, r["temperature"]): r for r in rows}
+    lines = ["| drafter | group | method | budget | " + " | ".join(f"T={t:g} acceptance (rounds)" for t in temps) + " |",
+             "|---|---|---|---|" + "---|" * len(temps)]
+    for drafter, group, is_tree, budget in keys:
+        values = " | ".join(f"{c['acceptance']:.2f} ({c['rounds']})" if (c := cell.get((drafter, group, is_tree,
+                            budget, t))) else "" for t in temps)
+        lines.append(f"| {drafter} | {group} | {'DDTree' if is_tree else 'DFlash chain'} | "
+                     f"{budget if is_tree else '-'} | {values} |")
+    return lines
+
+
+def markdown(rows, meta, lossless) -> str:
+    text = (f"# Acceptance length of the SmolLM2 DFlash drafters ({meta['date']})\n\n"
+            f"{meta['device']}, torch {meta['torch']}, float32; per group the first {meta['prompts']} held-out "
+            f"prompts (kinds interleaved) x up to {meta['max_new_tokens']} new tokens (stop at EOS); acceptance = "
+            f"committed tokens per target forward, pooled over a group's prompts. T=0: greedy verification; T>0: "
+            f"exact sampled verification at that temperature. Drafters: "
+            + ", ".join(f"`{name}` = {path}" for name, path in meta["drafters"].items()) + ".\n\n"
+            + "\n".join(table(rows)) + "\n")
+    if lossless:
+        text += "\n## Lossless check\n\n" + "\n".join(
+            f"- {group}: `check_lossless(pair, heldout_{group}[:{meta['lossless_prompts']}], "
+            f"{meta['lossless_tokens']})` with `{next(iter(meta['drafters']))}`: {result}"
+            for group, result in lossless.items()) + "\n"
     return text
 
 
 def plot(rows, path: Path) -> None:
+    """Acceptance against budget, one panel per group; a colour per drafter, solid T=0, dotted T>0."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for color, t in zip(("tab:blue", "tab:orange", "tab:green"), sorted({r["temperature"] for r in rows})):
-        tree = sorted((r["budget"], r["acceptance"]) for r in rows if r["temperature"] == t and r["budget"])
-        chain = next(r["acceptance"] for r in rows if r["temperature"] == t and r["method"] == "dflash")
-        ax.plot(*zip(*tree), "o-", color=color, label=f"DDTree, T={t:g}")
-        ax.axhline(chain, color=color, linestyle="--", label=f"DFlash chain, T={t:g}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("DDTree node budget")
-    ax.set_ylabel("tokens per target forward")
-    ax.set_title("SmolLM2-135M-Instruct + trained DFlash drafter\n(held-out prompts, CPU float32)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    groups = list(dict.fromkeys(r["group"] for r in rows))
+    drafters = list(dict.fromkeys(r["drafter"] for r in rows))
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.5 * len(groups), 4), squeeze=False, sharey=True)
+    for ax, group in zip(axes[0], groups):
+        for color, drafter in zip(("tab:blue", "tab:orange", "tab:green", "tab:red"), drafters):
+            for t in sorted({r["temperature"] for r in rows}):
+                mine = [r for r in rows if (r["group"], r["drafter"], r["temperature"]) == (group, drafter, t)]
+                tree = sorted((r["budget"], r["acceptance"]) for r in mine if r["budget"])
+                style = "-" if t == 0 else ":"
+                if tree:
+                    ax.plot(*zip(*tree), "o" + style, color=color, label=f"{drafter} DDTree, T={t:g}")
+                for r in mine:
+                    if r["method"] == "dflash":
+                        ax.axhline(r["acceptance"], color=color, linestyle="--" if t == 0 else "-.", alpha=0.6,
+                                   label=f"{drafter} chain, T={t:g}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("DDTree node budget")
+        ax.set_title(f"held-out {group} prompts", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("tokens per target forward")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle("SmolLM2-135M-Instruct + DFlash drafters (CPU float32)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--drafter", type=Path, help="a drafter folder (default: the shipped one)")
-    ap.add_argument("--prompts", type=int, default=8, help="first N held-out prompts")
+    ap.add_argument("--drafters", type=Path, nargs="+", default=[DEFAULT_DRAFTER_DIR],
+                    help="drafter folders, measured side by side (default: the shipped one)")
+    ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS)
+    ap.add_argument("--prompts", type=int, default=8, help="first N held-out prompts of each group")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
-    ap.add_argument("--lossless-prompts", type=int, default=4, help="0 skips check_lossless")
+    ap.add_argument("--lossless-prompts", type=int, default=4, help="per group; 0 skips check_lossless")
     ap.add_argument("--lossless-tokens", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
-    pair = load_pair(drafter=args.drafter) if args.drafter else load_default_pair()
-    _, heldout = load_prompts()
-    prompts = heldout[:args.prompts]
-    rows = [measure(pair, prompts, *config, args.max_new_tokens, args.seed)
-            for config in tqdm(configs(args.budgets, args.temperatures), desc="configurations")]
-    lossless = None
-    if args.lossless_prompts:
-        lossless = str(check_lossless(pair, heldout[:args.lossless_prompts], args.lossless_tokens))
+    names = [path.name for path in args.drafters]
+    if len(set(names)) != len(names):
+        ap.error(f"--drafters: folder names must differ, got {names}")
+    heldout = {group: load_prompts(group=group)[1] for group in args.groups}
+    rows, lossless = [], {}
+    for name, folder in zip(names, args.drafters):
+        pair = load_pair(drafter=folder)
+        for group in args.groups:
+            for config in tqdm(configs(args.budgets, args.temperatures), desc=f"{name}, {group}"):
+                row = measure(pair, heldout[group][:args.prompts], *config, args.max_new_tokens, args.seed)
+                rows.append({"drafter": name, "group": group, **row})
+            if args.lossless_prompts and name == names[0]:
+                lossless[group] = str(check_lossless(pair, heldout[group][:args.lossless_prompts],
+                                                     args.lossless_tokens))
     meta = {"date": date.today().isoformat(), "device": f"CPU: {platform.machine()}, {torch.get_num_threads()} "
-            f"torch threads", "torch": torch.__version__, "prompts": len(prompts),
-            "max_new_tokens": args.max_new_tokens, "drafter": str(args.drafter or "ddtree/assets/smollm2-dflash"),
+            f"torch threads", "torch": torch.__version__, "prompts": args.prompts,
+            "max_new_tokens": args.max_new_tokens, "drafters": {n: str(p) for n, p in zip(names, args.drafters)},
             "lossless_prompts": args.lossless_prompts, "lossless_tokens": args.lossless_tokens, "seed": args.seed}
     args.out.mkdir(parents=True, exist_ok=True)
+    prompts = {group: heldout[group][:args.prompts] for group in args.groups}
     (args.out / "acceptance.json").write_text(json.dumps({"meta": meta, "rows": rows, "lossless": lossless,
                                                           "prompts": prompts}, indent=1) + "\n")
     text = markdown(rows, meta, lossless)

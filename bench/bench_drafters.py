@@ -4,8 +4,8 @@ For each drafter folder (same target, loaded once) and each held-out group (code
 ddtree.training.prompts' held-out split, kinds interleaved), times the DFlash chain and DDTree at --budgets, greedy
 (T=0) and, for the first budget, sampled (T=1), with bench_e2e's timed_run (static cache, CUDA graphs on a GPU).
 Reports acceptance (tokens per target forward), draft_ms (the drafter's time a round), acceptance per draft ms,
-round_ms and tokens/s; the pick is the drafter with the highest DDTree tokens/s at the first budget and T=0, over
-both groups (end-to-end speed is acceptance per unit of round time, of which the draft is the part that changes).
+round_ms and tokens/s; the pick is the drafter with the highest DDTree acceptance per draft ms at the first budget
+and T=0, summed over both groups (what a drafter shape trades: tokens per target forward for draft time).
 Writes bench/results/drafters_<device>.{md,json}.
 """
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
                      "acceptance_per_draft_ms": round(acceptance / draft_ms, 3),
                      "round_ms": round(1e3 * wall / rounds, 3),
                      "tokens_per_s": round(sum(r["tokens"] for r in runs) / wall, 1)})
-    score = {folder.name: sum(r["tokens_per_s"] for r in rows if r["drafter"] == folder.name and
+    score = {folder.name: sum(r["acceptance_per_draft_ms"] for r in rows if r["drafter"] == folder.name and
                               r["method"] == "ddtree" and r["budget"] == args.budgets[0] and r["T"] == 0)
              for folder in args.drafters}
     pick = max(score, key=score.get)
@@ -80,8 +80,8 @@ def main() -> None:
           f"{args.prompts} a group x {args.max_new} new tokens)", "", "| " + " | ".join(cols) + " |",
           "|" + "---|" * len(cols)]
     md += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
-    md += ["", f"Pick (highest DDTree-{args.budgets[0]} T=0 tokens/s summed over the groups): **{pick}** "
-           + ", ".join(f"{k}: {v:.0f}" for k, v in score.items())]
+    md += ["", f"Pick (highest DDTree-{args.budgets[0]} T=0 acceptance per draft ms, summed over the groups): "
+           f"**{pick}** " + ", ".join(f"{k}: {v:.1f}" for k, v in score.items())]
     text = "\n".join(md) + "\n"
     (args.out / f"{name}.md").write_text(text)
     print(text)

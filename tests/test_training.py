@@ -33,6 +33,22 @@ def test_grown_drafter_starts_as_its_source_and_its_new_layers_learn():
         train.grown(small, 1)
 
 
+def test_a_prompt_subset_keeps_the_files_mix_of_groups():
+    """--max-prompts and the validation prompts take evenly spread prompts, not a prefix: the committed file lists
+    the first drafter's prompts (no chat kinds beyond topics) first."""
+    from ddtree.training.prompts import PROMPTS_FILE, group_of
+    side = json.loads(PROMPTS_FILE.read_text())["train"]
+    whole = sum(group_of(p["kind"]) == "chat" for p in side) / len(side)
+    for count in (64, 4096):
+        picked = [side[i] for i in train.spread(len(side), count)]
+        assert len(picked) == count
+        assert abs(sum(group_of(p["kind"]) == "chat" for p in picked) / count - whole) < 0.02
+    assert {p["kind"] for p in picked} == {p["kind"] for p in side}  # 4096: every kind
+    prefix = side[:4096]  # the negative control: the prefix misses the new kinds
+    assert {p["kind"] for p in prefix} != {p["kind"] for p in side}
+    assert list(train.spread(5, 10)) == [0, 1, 2, 3, 4]
+
+
 def test_parse_args_rejects_bad_shapes():
     with pytest.raises(SystemExit):
         train.parse_args(["--out", "x", "--steps", "1", "--layers", "3", "3"])

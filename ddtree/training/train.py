@@ -34,6 +34,12 @@ from ddtree.training.prompts import PROMPTS_FILE, load_prompts
 MASK_TOKEN_ID = 16
 
 
+def spread(length: int, count: int) -> np.ndarray:
+    """`count` indices spread evenly over range(length): a subset of the prompts file that keeps its mix of kinds
+    and groups (the file lists earlier drafters' prompts first, so a prefix would hold only those)."""
+    return np.unique(np.linspace(0, length - 1, count).round().astype(int))
+
+
 def target_features(target, tokens, layer_ids):
     """Target features of every position of right-padded `tokens`  # [N, T] -> [N, T, len(ids) * hidden]
     (layer id l = hidden_states[l + 1], as ddtree.models.target_forward; padding only follows real tokens)."""
@@ -211,7 +217,8 @@ def parse_args(argv=None):
     data = parser.add_argument_group("data")
     data.add_argument("--data", type=Path, nargs="+", help="data.npz files of earlier runs, trained on too")
     data.add_argument("--prompts", type=Path, default=PROMPTS_FILE)
-    data.add_argument("--max-prompts", type=int, help="use only the first N training prompts")
+    data.add_argument("--max-prompts", type=int,
+                      help="use N training prompts spread evenly over the file (every kind, in proportion)")
     data.add_argument("--temperatures", type=float, nargs="*", default=[0.0, 0.7],
                       help="generate a response per prompt at each (0 = greedy); none: no generation")
     data.add_argument("--max-new-tokens", type=int, default=256)
@@ -261,7 +268,8 @@ def main(argv=None) -> None:
     target, tokenizer = load_target(device=args.device)
     print(f"target loaded on {args.device} in {time.perf_counter() - t0:.1f} s", flush=True)
     prompts, _ = load_prompts(args.prompts)  # the held-out prompts are never used here
-    prompts = prompts[:args.max_prompts]
+    if args.max_prompts is not None and args.max_prompts < len(prompts):
+        prompts = [prompts[i] for i in spread(len(prompts), args.max_prompts)]
     parts = [SequenceData.load(path) for path in args.data or ()]
     if args.temperatures:
         t0 = time.perf_counter()
@@ -273,8 +281,7 @@ def main(argv=None) -> None:
     data = SequenceData.concat(parts)
     if (data.tokens == args.mask_token_id).any():
         print(f"warning: mask token id {args.mask_token_id} occurs in the data", flush=True)
-    # Validation prompts spread evenly over the training list, so that they mix its kinds and groups.
-    train_data, val_data = data.split(np.linspace(0, len(prompts) - 1, args.val_prompts).round().astype(int))
+    train_data, val_data = data.split(spread(len(prompts), args.val_prompts))
     runs = []
     for i, num_layers in enumerate(args.layers):
         if args.init_from:
