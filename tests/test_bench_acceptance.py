@@ -1,0 +1,41 @@
+"""bench/bench_acceptance.py: per-group, per-drafter rows and their report, on a tiny random pair."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddtree.models import tiny_random_pair
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_acceptance", ROOT / "bench" / "bench_acceptance.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_rows_are_reported_per_drafter_and_group():
+    pair = tiny_random_pair(seed=0)
+    rows = []
+    for drafter in ("a", "b"):
+        for group, prompts in (("code", ["def f(x):", "import os"]), ("chat", ["Tell me a story."])):
+            for config in bench.configs([4, 16], [0.0, 1.0]):
+                row = bench.measure(pair, prompts, *config, max_new_tokens=6, seed=0)
+                assert row["tokens"] > 0 and 1 <= row["acceptance"] <= pair.drafter.config.block_size
+                rows.append({"drafter": drafter, "group": group, **row})
+    lines = bench.table(rows)
+    assert lines[0].count("acceptance (rounds)") == 2  # a column per temperature
+    body = [line.split(" | ") for line in lines[2:]]
+    assert len(body) == 2 * 2 * 3  # drafters x groups x (chain + 2 budgets)
+    assert [cells[:2] for cells in body[:3]] == [["| a", "code"]] * 3
+    assert {cells[1] for cells in body} == {"code", "chat"}
+    meta = {"date": "d", "device": "cpu", "torch": "t", "prompts": 2, "max_new_tokens": 6,
+            "drafters": {"a": "A", "b": "B"}, "lossless_prompts": 2, "lossless_tokens": 6}
+    text = bench.markdown(rows, meta, {"code": "lossless", "chat": "lossless"})
+    assert "`a` = A, `b` = B" in text and "- chat: `check_lossless(pair, heldout_chat[:2], 6)` with `a`" in text
+
+
+def test_drafters_with_the_same_folder_name_are_refused(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["bench_acceptance.py", "--drafters", "x/d", "y/d"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--drafters: folder names must differ" in capsys.readouterr().err
