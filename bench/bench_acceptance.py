@@ -2,8 +2,8 @@
 
 Mean acceptance length = committed tokens per target forward (verify round), pooled over a group's prompts, for the
 DFlash chain and for DDTree at several node budgets, with greedy verification (T = 0) and exact sampled
-verification (T = 1). Several drafters (the shipped one by default, e.g. also the v1 folder) are measured side by
-side on the same prompts. Optionally runs ddtree.check_lossless on each group's first prompts with the first
+verification (T = 1). Several drafters (the shipped one by default; e.g. a new checkpoint beside it) are measured side
+by side on the same prompts. Optionally runs ddtree.check_lossless on each group's first prompts with the first
 drafter. Writes bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
 """
 from __future__ import annotations
