@@ -126,12 +126,15 @@ def main() -> None:
     if len(set(names)) != len(names):
         ap.error(f"--drafters: folder names must differ, got {names}")
     heldout = {group: load_prompts(group=group)[1] for group in args.groups}
+    prompts = {group: heldout[group][:args.prompts] for group in args.groups}
     rows, lossless = [], {}
+    target = None
     for name, folder in zip(names, args.drafters):
-        pair = load_pair(drafter=folder)
+        pair = load_pair(target, folder)  # the target is loaded once, then shared by every drafter
+        target = (pair.target, pair.tokenizer)
         for group in args.groups:
             for config in tqdm(configs(args.budgets, args.temperatures), desc=f"{name}, {group}"):
-                row = measure(pair, heldout[group][:args.prompts], *config, args.max_new_tokens, args.seed)
+                row = measure(pair, prompts[group], *config, args.max_new_tokens, args.seed)
                 rows.append({"drafter": name, "group": group, **row})
             if args.lossless_prompts and name == names[0]:
                 lossless[group] = str(check_lossless(pair, heldout[group][:args.lossless_prompts],
@@ -141,7 +144,6 @@ def main() -> None:
             "max_new_tokens": args.max_new_tokens, "drafters": {n: str(p) for n, p in zip(names, args.drafters)},
             "lossless_prompts": args.lossless_prompts, "lossless_tokens": args.lossless_tokens, "seed": args.seed}
     args.out.mkdir(parents=True, exist_ok=True)
-    prompts = {group: heldout[group][:args.prompts] for group in args.groups}
     (args.out / "acceptance.json").write_text(json.dumps({"meta": meta, "rows": rows, "lossless": lossless,
                                                           "prompts": prompts}, indent=1) + "\n")
     text = markdown(rows, meta, lossless)
