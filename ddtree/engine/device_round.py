@@ -13,7 +13,8 @@ Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits f
           ancestor bitmask and retrieve encoding (first child / next sibling), ddtree.kernels.tree_pack; with
           attention="custom_mask" also the serving engine's flat mask (ddtree.pack_verify_batch, on the host)
   verify  NativeDecoder.forward_visible over the B x Q rows -> logits  # [B, Q, V], features  # [B, Q, F]
-  walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) with the coins the session drew
+  walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) with the coins the session drew (without
+          top-p, the kernel takes the softmax of the nodes it visits from the logits)
   commit  the accepted nodes' features extend the drafter's context, the target's KV cache is compacted
           (ddtree.kernels.kv_compact) and the new bonus tokens root the next round
 
@@ -121,6 +122,13 @@ class DeviceRound:
         self.verified: Verified | None = None
         self.walked: Walked | None = None
         self.readback: Readback | None = None
+        self.structure = None  # (visible, next_token, next_sibling) of a tree shape that never changes (ar, dflash)
+        self.events = None  # CUDA events between the stages, made once and recorded every launch
+        if settings.method == "ar":  # the root alone, every round: no draft, no tree stage
+            tokens = torch.full((batch, 1), -1, dtype=torch.long, device=device)
+            self.trees = TreeBatch(tokens, tokens.clone(), torch.zeros_like(tokens), tokens.clone(),
+                                   torch.zeros(batch, 1, dtype=torch.float64, device=device),
+                                   torch.ones(batch, dtype=torch.long, device=device))
 
     # ------------------------------------------------------------------------------------------------ stages
     def draft(self):
@@ -128,12 +136,6 @@ class DeviceRound:
 
     def tree(self):
         s, batch, device = self.settings, self.bonus.shape[0], self.bonus.device
-        if s.method == "ar":
-            tokens = torch.full((batch, 1), -1, dtype=torch.long, device=device)
-            self.trees = TreeBatch(tokens, tokens.clone(), torch.zeros_like(tokens), tokens.clone(),
-                                   torch.zeros(batch, 1, dtype=torch.float64, device=device),
-                                   torch.ones(batch, dtype=torch.long, device=device))
-            return
         logq = torch.log_softmax(self.dlogits, dim=-1)  # [B, depth, V] as ddtree.tree._draft_logprobs
         if s.method == "ddtree":
             trees = select_trees(logq, s.max_budget)
@@ -157,8 +159,12 @@ class DeviceRound:
         ids = torch.where(trees.tokens >= 0, trees.tokens, self.bonus[:, None])  # [B, Q]; root = bonus
         positions = seq_lens[:, None] + trees.depths.clamp_min(0)  # padding rows at the root's position
         layout = None
-        if self.decoder.attention == "triton":  # bitmask and retrieve encoding in one launch
+        if self.decoder.attention == "triton" and self.structure is not None:  # the same shape as last round
+            visible, next_token, next_sibling = self.structure
+        elif self.decoder.attention == "triton":  # bitmask and retrieve encoding in one launch
             visible, next_token, next_sibling = tree_structure(trees.parents)
+            if self.settings.method != "ddtree":  # a chain or the root alone: the same every round
+                self.structure = visible, next_token, next_sibling
         elif self.decoder.attention == "custom_mask":  # the serving engine's flat mask, packed on the host
             next_token, next_sibling = retrieve_from_parents(trees.parents)
             layout = pack_verify_batch(trees.split(self.bonus.tolist()), seq_lens.tolist(), self.rows,
@@ -179,7 +185,9 @@ class DeviceRound:
         s, p, logits = self.settings, self.packed, self.verified.logits
         cuda = self.bonus.device.type == "cuda"
         tree = (p.ids, p.next_token, p.next_sibling)
-        if s.sampled:
+        if s.sampled and cuda and s.top_p >= 1.0:  # the kernel takes the softmax of the nodes it visits only
+            result = verify_sampled_tree(*tree, logits, self.coins[0], self.coins[1], temperature=s.temperature)
+        elif s.sampled:
             probs = tempered_probs(logits, s.temperature, s.top_p)  # [B, Q, V] float64
             walk = verify_sampled_tree if cuda else verify_sampled_tree_ref
             result = walk(*tree, probs, self.coins[0], self.coins[1])
@@ -222,7 +230,9 @@ class DeviceRound:
             return times
         if self.cuda_graphs and self.runs >= 2 and self.graphs is None:
             self.graphs = _capture(self.stages, stages)
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.stages) + 1)]
+        if self.events is None:  # read back (seconds) before the next launch records them again
+            self.events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.stages) + 1)]
+        events = self.events
         side = torch.cuda.Stream() if self.cuda_graphs and self.graphs is None else None  # warm-up off the default
         with torch.cuda.stream(side) if side is not None else nullcontext():
             events[0].record()
@@ -238,8 +248,9 @@ class DeviceRound:
         return events
 
     def _stage_functions(self) -> list:
-        """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing)."""
-        return [None if name == "draft" and self.settings.method == "ar" else getattr(self, name)
+        """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing and
+        keep the one tree made at construction)."""
+        return [None if name in ("draft", "tree") and self.settings.method == "ar" else getattr(self, name)
                 for name in self.stages]
 
     def capture(self) -> None:
