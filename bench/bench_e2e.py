@@ -114,15 +114,8 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
     ap.add_argument("--skip-hf", action="store_true", help="time the native engine only")
     ap.add_argument("--drafter", type=Path, help="a drafter folder instead of the shipped drafter")
-    ap.add_argument("--fused-choice", type=Path, help="a fused_choice.txt of bench_fused_target.py: its "
-                    "FUSED_MATMUL_ROWS and tiling instead of the defaults")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
-    if args.fused_choice:
-        import ddtree.engine.decoder as decoder_module
-        import ddtree.kernels.fused_linear as fl
-        decoder_module.FUSED_MATMUL_ROWS, fl.BLOCK_N, fl.WIDE_BLOCK_N, fl.NUM_WARPS, fl.NUM_STAGES = (
-            int(x) for x in args.fused_choice.read_text().split())
     cuda = args.device.startswith("cuda")
     pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
@@ -136,8 +129,9 @@ def main() -> None:
     rows, costs = [], {}  # costs: (fused, exact) -> the auto cost table measured by the first auto session
     alone = dataclasses.replace(pair, drafter=None)  # autoregressive decoding needs no drafter (its context)
     for prompt_set, temperature, method, budget, native, variant in tqdm(jobs, desc="configurations"):
-        runs = [timed_run(alone if method == "ar" else pair, p, method, budget, temperature, args.max_new if native else args.hf_max_new,
-                          native, cuda, variant, costs) for p in prompts[prompt_set]]
+        runs = [timed_run(alone if method == "ar" else pair, p, method, budget, temperature,
+                          args.max_new if native else args.hf_max_new, native, cuda, variant, costs)
+                for p in prompts[prompt_set]]
         tokens, wall, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "rounds"))
         stage = {k: sum(r["stage"][k] for r in runs) for k in runs[0]["stage"]}
         path = ("native" + ("+graphs" if cuda else "") + ("" if variant[0] else " unfused")
@@ -166,7 +160,6 @@ def main() -> None:
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
             "hf_max_new": args.hf_max_new, "drafter": str(args.drafter or "shipped"),
-            "fused_choice": args.fused_choice and args.fused_choice.read_text().strip(),
             "auto_costs": {("fused" if f else "unfused") + (" exact" if e else ""): c.to_dict()
                            for (f, e), c in costs.items()}}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -8,12 +8,8 @@
 #   notebooks       every notebook but 05 (SGLang's wheel is cp311 only)  -> $OUT/notebooks_h200.md
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
 #   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
-#   fused           the fused target's tests on CUDA (the kernel files and every gpu test of the engine), then
-#                   bench_fused_target.py: both fused layers and tilings side by side, the choice to $OUT and
-#                   /root/work/fused_choice.txt
-#                                                                           -> $OUT/fused_tests.log, $OUT/fused_target_h200.*
-#   e2equick        bench_e2e.py with that choice (E2E_DRAFTER=DIR: another drafter): 4 prompts a set, budgets 16-128
-#                   + auto                                                  -> $OUT/quick/e2e_cuda.*
+#   e2equick        bench_e2e.py, 4 prompts a set, budgets 16-128 + auto (E2E_DRAFTER=DIR: another drafter)
+#                                                                           -> $OUT/quick/e2e_cuda.*
 #   exact           bit-exact mode: check_exact.py (16 prompts x 256 tokens, batch 4 then 1) and its cost
 #                   (bench_e2e.py --exact, T=0, budget 128, 2 prompts a set) -> $OUT/exact_h200.*, $OUT/exact_cost/
 set -uo pipefail
@@ -36,16 +32,8 @@ for step in "$@"; do
     exact) timeout 210 python3 -P bench/check_exact.py --batches 4 1 --out "$OUT" 2>&1 | grep -v "it/s]" | tail -14
            timeout 90 python3 -P bench/bench_e2e.py --skip-hf --exact --budgets 128 --temperatures 0 --prompts 2 \
              --out "$OUT/exact_cost" 2>&1 | tail -14 ;;
-    fused) timeout 150 python3 -P -m pytest -q -p no:cacheprovider tests/test_kernels_fused_linear.py \
-             tests/test_kernels_tree_verify.py 2>&1 | tee "$OUT/fused_tests.log" | tail -4
-           timeout 240 python3 -P -m pytest -q -p no:cacheprovider -m gpu tests/test_engine_fused.py tests/test_engine.py \
-             tests/test_engine_round.py tests/test_backends.py tests/test_exact.py tests/test_budget.py \
-             tests/test_kernels_tree_verify.py -k "not embedded_pair" 2>&1 | tee -a "$OUT/fused_tests.log" | tail -8
-           timeout 150 python3 -P bench/bench_fused_target.py --batches 1 4 --rows 1 17 33 129 --block-n 16 32 \
-             --wide-block-n 64 128 --repeats 3 --out "$OUT" 2>&1 | tail -12
-           mkdir -p /root/work && cp "$OUT/fused_choice.txt" /root/work/ ;;
     e2equick) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --prompts 4 --budgets 16 32 64 128 auto \
-                --fused-choice /root/work/fused_choice.txt ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} \
+                ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} \
                 --out "$OUT/quick" 2>&1 | tail -8 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac

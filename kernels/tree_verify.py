@@ -42,24 +42,18 @@ def verify_greedy_tree(candidates, next_token, next_sibling, target):
     return accepted.long(), accept_len.long(), bonus.long()
 
 
-def verify_sampled_tree(candidates, next_token, next_sibling, probs, coins, residual_coins, *, temperature=None):
+def verify_sampled_tree(candidates, next_token, next_sibling, probs, coins, residual_coins):
     """Exact rule-B walk of every request: `(accepted [B, Q], accept_len [B], bonus [B])`, long tensors.
 
     probs  # [B, Q, V] target sampling distribution per node (temperature / top-p applied, rows sum to 1);
     coins, residual_coins  # [B, Q] uniforms in [0, 1), one of each per node.
-    temperature: `probs` holds the target's logits instead, and the walk takes softmax(logits / temperature) in
-    float64 itself (ddtree.verify.tempered_probs with top_p = 1), at the nodes it visits only: its cost no longer
-    grows with the tree, where tempered_probs writes a float64 distribution for every node.
     """
     candidates, next_token, next_sibling = _check_tree(candidates, next_token, next_sibling)
     batch, rows = candidates.shape
     probs, coins, residual_coins = _check_sampling(probs, coins, residual_coins, batch, rows, candidates.device)
-    if temperature is not None and not (isinstance(temperature, (int, float)) and temperature > 0):
-        raise ValueError(f"temperature must be a number > 0 (or None: probs are probabilities), got {temperature!r}")
     accepted, accept_len, bonus = _outputs(batch, rows, candidates.device)
     _sampled_kernel[(batch,)](candidates, next_token, next_sibling, probs, coins, residual_coins,
-                              accepted, accept_len, bonus, rows, probs.shape[-1], float(temperature or 1.0),
-                              BLOCK_V=BLOCK_V, FROM_LOGITS=temperature is not None)
+                              accepted, accept_len, bonus, rows, probs.shape[-1], BLOCK_V=BLOCK_V)
     return accepted.long(), accept_len.long(), bonus.long()
 
 
@@ -210,34 +204,9 @@ def _greedy_kernel(cand_ptr, next_ptr, sib_ptr, target_ptr, accepted_ptr, accept
 
 
 @triton.jit
-def _row_stats(row, vocab, temperature, BLOCK_V: tl.constexpr):
-    """(max, sum of exp((x - max) / temperature)) of a logits row, float64: its softmax's constants."""
-    top = tl.load(row).to(tl.float64)
-    for v0 in range(0, vocab, BLOCK_V):
-        offs = v0 + tl.arange(0, BLOCK_V)
-        top = tl.maximum(top, tl.max(tl.load(row + offs, mask=offs < vocab, other=float("-inf")).to(tl.float64), 0))
-    total = top * 0.0
-    for v0 in range(0, vocab, BLOCK_V):
-        offs = v0 + tl.arange(0, BLOCK_V)
-        x = tl.load(row + offs, mask=offs < vocab, other=float("-inf")).to(tl.float64)
-        total += tl.sum(tl.exp((x - top) / temperature), 0)
-    return top, total
-
-
-@triton.jit
-def _probs(x, top, total, temperature, FROM_LOGITS: tl.constexpr):
-    """Probabilities of row values `x` (float64): as they are, or the softmax of logits at the row's constants."""
-    if FROM_LOGITS:
-        return tl.exp((x - top) / temperature) / total
-    return x
-
-
-@triton.jit
-def _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child, top, total, temperature,
-                    FROM_LOGITS: tl.constexpr):
+def _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child):
     """`(residual, raw)  # [BLOCK_V]` float64 probabilities of tokens `offs`, residual with the children's tokens 0."""
-    raw = tl.load(p_row + offs, mask=offs < vocab, other=float("-inf") if FROM_LOGITS else 0.0).to(tl.float64)
-    raw = _probs(raw, top, total, temperature, FROM_LOGITS)
+    raw = tl.load(p_row + offs, mask=offs < vocab, other=0.0).to(tl.float64)
     residual = raw
     kid = first_child
     while kid != -1:
@@ -248,24 +217,18 @@ def _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child, to
 
 @triton.jit
 def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_coins_ptr,
-                    accepted_ptr, accept_len_ptr, bonus_ptr, num_rows, vocab, temperature, BLOCK_V: tl.constexpr,
-                    FROM_LOGITS: tl.constexpr):
-    """One request per program: rule-B walk, then a two-pass inverse-CDF draw over the vocabulary (FROM_LOGITS:
-    each visited node's softmax constants first, one more pass)."""
+                    accepted_ptr, accept_len_ptr, bonus_ptr, num_rows, vocab, BLOCK_V: tl.constexpr):
+    """One request per program: rule-B walk, then a two-pass inverse-CDF draw over the vocabulary."""
     base = tl.program_id(0) * num_rows
     tl.store(accepted_ptr + base, 0)
     count = 1
     cur = base * 0
     u = tl.load(coins_ptr + base).to(tl.float64)
     cum = u * 0.0
-    top, total = cum, cum + 1.0
-    if FROM_LOGITS:
-        top, total = _row_stats(probs_ptr + base.to(tl.int64) * vocab, vocab, temperature, BLOCK_V)
     child = tl.load(next_ptr + base)
     while child != -1:
         token = tl.load(cand_ptr + base + child)
-        cum += _probs(tl.load(probs_ptr + (base + cur).to(tl.int64) * vocab + token).to(tl.float64), top, total,
-                      temperature, FROM_LOGITS)
+        cum += tl.load(probs_ptr + (base + cur).to(tl.int64) * vocab + token).to(tl.float64)
         if u < cum:
             tl.store(accepted_ptr + base + count, child)
             count += 1
@@ -273,8 +236,6 @@ def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_
             u = tl.load(coins_ptr + base + cur).to(tl.float64)
             cum = u * 0.0
             child = tl.load(next_ptr + base + cur)
-            if FROM_LOGITS:
-                top, total = _row_stats(probs_ptr + (base + cur).to(tl.int64) * vocab, vocab, temperature, BLOCK_V)
         else:
             child = tl.load(sib_ptr + base + child)
 
@@ -283,7 +244,7 @@ def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_
     mass = u * 0.0
     for v0 in range(0, vocab, BLOCK_V):  # pass 1: residual mass
         residual, _ = _residual_block(p_row, v0 + tl.arange(0, BLOCK_V), vocab, cand_ptr, sib_ptr, base,
-                                        first_child, top, total, temperature, FROM_LOGITS)
+                                        first_child)
         mass += tl.sum(residual, 0)
     point = tl.load(residual_coins_ptr + base + cur).to(tl.float64) * mass
     running = mass * 0.0
@@ -292,8 +253,7 @@ def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_
     last_positive = -1
     for v0 in range(0, vocab, BLOCK_V):  # pass 2: first token whose cumulative residual mass passes the point
         offs = v0 + tl.arange(0, BLOCK_V)
-        residual, raw = _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child, top, total,
-                                        temperature, FROM_LOGITS)
+        residual, raw = _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child)
         cumulative = running + tl.cumsum(residual, 0)
         found = tl.minimum(found, tl.min(tl.where(cumulative > point, offs, vocab), 0))
         last_residual = tl.maximum(last_residual, tl.max(tl.where(residual > 0, offs, -1), 0))

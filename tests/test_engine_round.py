@@ -8,7 +8,6 @@ import torch
 
 import ddtree
 from ddtree import Session
-from ddtree.engine import decoder as decoder_module
 from ddtree.engine.drafter import StaticDrafter
 from ddtree.kernels.tree_attention import padded_parents
 from ddtree.kernels.tree_verify import retrieve_from_parents
@@ -38,10 +37,9 @@ def test_retrieve_from_parents_is_the_retrieve_encoding():
 @pytest.mark.parametrize("device, fused", [("cpu", False), ("cpu", True),
                                            pytest.param("cuda", True, marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("sliding", [False, True])
-@pytest.mark.parametrize("matmul_rows", [10**6, 0])  # the matmul-fused layers, or the elementwise-fused ones
-def test_static_drafter_matches_draft_logits_per_request(monkeypatch, device, fused, sliding, matmul_rows):
-    """The fused paths (Triton's interpreter on a CPU) and the modules' path; on CUDA with Triton attention."""
-    monkeypatch.setattr(decoder_module, "FUSED_MATMUL_ROWS", matmul_rows)
+def test_static_drafter_matches_draft_logits_per_request(device, fused, sliding):
+    """The fused path (ddtree.kernels.rope / swiglu / rmsnorm with the residual; Triton's interpreter on a CPU)
+    and the modules' path; on CUDA with Triton attention."""
     pair = tiny_random_pair(1, device=device)
     config = pair.drafter.config
     if sliding:

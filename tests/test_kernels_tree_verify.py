@@ -7,7 +7,6 @@ import torch
 from exactness import chi_square_pvalue, exact_outcome_probs
 
 from ddtree import build_tree, pack_verify_batch, sampling_probs, verify_greedy_batch
-from ddtree.verify import tempered_probs
 from ddtree.kernels import tree_verify
 from ddtree.kernels.tree_verify import (verify_greedy_tree, verify_greedy_tree_ref, verify_sampled_tree,
                                         verify_sampled_tree_ref)
@@ -75,33 +74,6 @@ def test_sampled_kernel_is_the_reference_given_the_same_uniforms(monkeypatch, se
         assert all(torch.equal(a.cpu(), r) for a, r in zip(got, ref))
         deep += int((ref[1] > 1).sum())
     assert deep > 0  # some walks accepted draft nodes
-
-
-@pytest.mark.parametrize("seed, budgets, vocab, temperature", [(0, [6, 0, 11, 3], 40, 1.0), (2, [9, 14], 50, 0.6)])
-def test_sampled_kernel_from_logits_is_the_reference_on_tempered_probs(monkeypatch, seed, budgets, vocab,
-                                                                        temperature):
-    """temperature=: the kernel reads the logits and takes each visited node's softmax itself; the decisions are
-    the reference's on ddtree.verify.tempered_probs (the engine's walk before), coin for coin. Masked tokens
-    (-inf logits) keep probability 0."""
-    monkeypatch.setattr(tree_verify, "BLOCK_V", 16)  # several vocabulary blocks
-    batch, logits = make_batch(seed, budgets, vocab)
-    logits[..., ::7] = float("-inf")
-    probs = tempered_probs(logits, temperature, 1.0)
-    g = torch.Generator().manual_seed(seed)
-    deep = bonuses = 0
-    for _ in range(8):
-        coins, residual = torch.rand(2, *batch.candidates.shape, generator=g, dtype=torch.float64)
-        got = verify_sampled_tree(*tree_args(batch), logits.to(DEVICE), coins.to(DEVICE), residual.to(DEVICE),
-                                  temperature=temperature)
-        ref = verify_sampled_tree_ref(batch.candidates, batch.retrive_next_token, batch.retrive_next_sibling, probs,
-                                      coins, residual)
-        assert all(torch.equal(a.cpu(), r) for a, r in zip(got, ref))
-        deep += int((ref[1] > 1).sum())
-        bonuses += int((ref[2] % 7 != 0).sum())
-    assert deep > 0 and bonuses == 8 * len(budgets)  # walks went deep; no masked token was ever drawn
-    with pytest.raises(ValueError, match="temperature"):
-        verify_sampled_tree(*tree_args(batch), logits.to(DEVICE), coins.to(DEVICE), residual.to(DEVICE),
-                            temperature=0)
 
 
 def test_sampled_at_low_temperature_is_greedy():

@@ -8,19 +8,15 @@ writes row i's K/V at seq_lens[b] + i, and `commit` moves the accepted rows to b
 
 Two forwards with the same results (within bf16 rounding): the modules' own path (the reference, the default off
 CUDA) and the fused path (`fused`, the default on CUDA; on a CPU its kernels run in Triton's interpreter, which is
-how CI tests it). The fused path has two layers, chosen by the forward's rows (batch x rows, FUSED_MATMUL_ROWS):
-- matmul-fused, 5 launches (ddtree.kernels.fused_linear), for decode steps and small trees: the input RMSNorm +
-  one q/k/v projection (weights concatenated once, at construction) + q/k norms (Qwen3; none for Llama) + RoPE +
-  the K/V cache write (RoPE at the row's position seq_len + depth, the write at its cache row seq_len + i);
-  attention; o_proj + the residual add; the post-attention RMSNorm + one gate/up projection + SwiGLU; down_proj +
-  the residual add; the head is one more (the final RMSNorm + lm_head, float32 logits);
-- elementwise-fused, 9 launches, for larger forwards, where cuBLAS's matmuls win: RMSNorm with the previous
-  residual add (ddtree.kernels.rmsnorm), q/k/v, q/k norms + RoPE + cache write (ddtree.kernels.rope), attention,
-  o_proj, RMSNorm with the residual add, gate/up, SwiGLU (ddtree.kernels.swiglu), down_proj.
-RoPE comes from cos/sin tables built once from the model's own rotary embedding (rope scaling included).
+how CI tests it). A fused layer is 9 launches: RMSNorm with the previous residual add (ddtree.kernels.rmsnorm),
+one q/k/v projection (weights concatenated once, at construction), q/k norms (Qwen3; none for Llama) + RoPE + the
+K/V cache write in one launch (ddtree.kernels.rope: RoPE at the row's position seq_len + depth, the write at its
+cache row seq_len + i), attention, o_proj, RMSNorm with the residual add, one gate/up projection, SwiGLU
+(ddtree.kernels.swiglu), down_proj. RoPE comes from cos/sin tables built once from the model's own rotary
+embedding (rope scaling included).
 
-Bit-exact mode (`exact=True`): the elementwise-fused layer with every matmul through ddtree.kernels.matmul.linear
-(one tiling for every row count) and attention through ddtree.kernels.tree_attention_exact (each row's keys in position order,
+Bit-exact mode (`exact=True`): the fused forward with every matmul through ddtree.kernels.matmul.linear (one tiling
+for every row count) and attention through ddtree.kernels.tree_attention_exact (each row's keys in position order,
 in position-anchored blocks), the norms per row (one program each), so a row's logits and cache entries have the
 bits an autoregressive step computes for the same prefix: DDTree and DFlash greedy output equals autoregressive
 greedy output bit for bit, whatever the tree, the batch or the padding. Autoregressive steps use the same kernels.
@@ -44,13 +40,11 @@ import torch.nn.functional as F
 from ddtree._checks import check_int
 
 ATTENTION = ("auto", "triton", "torch", "custom_mask")
-FUSED_MATMUL_ROWS = 64  # forwards of up to this many rows (batch x rows) run the matmul-fused layer
 PROBE_WIDTH = 64  # key columns recovered per probe forward (the probe's head dimension)
 
 
 class FusedLayer(NamedTuple):
-    """One decoder layer's weights as the fused forward reads them (the concatenations are copies taken at
-    construction; the rest are the modules' own tensors)."""
+    """One decoder layer's weights as the fused forward reads them (copies taken at construction)."""
     qkv: torch.Tensor  # [(Hq + 2 Hkv) D, H] q_proj, k_proj, v_proj rows
     qkv_bias: torch.Tensor | None  # [(Hq + 2 Hkv) D] (Qwen2) or None
     gate_up: torch.Tensor  # [2 I, H] gate_proj, up_proj rows
@@ -58,10 +52,6 @@ class FusedLayer(NamedTuple):
     q_norm: torch.Tensor | None  # [D] per-head norm weights (Qwen3) or None (Llama)
     k_norm: torch.Tensor | None
     eps: float  # the q/k norms' epsilon
-    input_norm: tuple  # (weight  # [H], eps) of the RMSNorm before attention
-    post_norm: tuple  # (weight  # [H], eps) of the RMSNorm before the MLP
-    o_proj: tuple  # (weight  # [H, Hq D], bias or None)
-    down_proj: tuple  # (weight  # [H, I], bias or None)
 
 
 class FlatMask(NamedTuple):
@@ -201,43 +191,12 @@ class NativeDecoder:
             outputs[i] = hidden
         out = rms_norm(self.model.norm, hidden)
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
-        return self.lm_head(out).float(), self._features(outputs, out)
+        feats = [outputs[i] for i in self.layer_ids]
+        feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
+        return self.lm_head(out).float(), feats
 
     def _forward_fused(self, input_ids, positions, visible, slots):
-        """forward_visible through the fused kernels (module docstring): same outputs within rounding. Forwards of
-        up to FUSED_MATMUL_ROWS rows run the matmul-fused layer (5 launches), larger ones and bit-exact mode the
-        elementwise-fused layer (9 launches: cuBLAS matmuls, or in exact mode the batch-invariant ones)."""
-        if self.exact or input_ids.numel() > FUSED_MATMUL_ROWS:
-            return self._forward_elementwise(input_ids, positions, visible, slots)
-        from ddtree.kernels.fused_linear import fused_linear, norm_qkv_rope_cache, norm_swiglu
-        batch, rows = input_ids.shape
-        seq_lens = self.seq_lens[slots]  # [b]
-        write_at = (seq_lens[:, None] + self.offsets[:rows]).flatten()  # [b*Q] cache row of each input row
-        lens = seq_lens.to(torch.int32) if self.attention == "triton" else seq_lens  # once, not per layer
-        positions = positions.flatten()
-        hidden = self.model.embed_tokens(input_ids).flatten(0, 1)  # [b*Q, H] the residual stream
-        outputs = {}
-        for i, w in enumerate(self.fused_layers):
-            k_cache, v_cache = self.k[i][slots], self.v[i][slots]
-            q = norm_qkv_rope_cache(hidden, *w.input_norm, w.qkv, w.qkv_bias, w.q_norm, w.k_norm, w.eps, self.cos,
-                                    self.sin, positions, k_cache, v_cache, rows, write_at)  # [b*Q, Hq, D]
-            out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, lens, visible)
-            hidden = fused_linear(out.reshape(batch * rows, -1), *w.o_proj, residual=hidden)
-            hidden = fused_linear(norm_swiglu(hidden, *w.post_norm, w.gate_up, w.gate_up_bias), *w.down_proj,
-                                  residual=hidden)
-            outputs[i] = hidden.view(batch, rows, -1)
-        last, head = len(self.fused_layers) - 1, (self.lm_head.weight, self.lm_head.bias)
-        if last in self.layer_ids:  # the last layer's entry is after the final norm, as in HF
-            outputs[last] = rms_norm(self.model.norm, hidden).view(batch, rows, -1)
-            logits = fused_linear(outputs[last].flatten(0, 1), *head, out_dtype=torch.float32)
-        else:
-            logits = fused_linear(hidden, *head, norm=norm_args(self.model.norm), out_dtype=torch.float32)
-        return logits.view(batch, rows, -1), self._features(outputs, hidden.view(batch, rows, -1))
-
-    def _forward_elementwise(self, input_ids, positions, visible, slots):
-        """The elementwise-fused layer: RMSNorm with the residual add, q/k/v, q/k norm + RoPE + cache write,
-        attention, o_proj, RMSNorm with the residual add, gate/up, SwiGLU, down_proj. Bit-exact mode runs it with
-        ddtree.kernels.matmul.linear and per-row norms, so every row's bits are independent of the rows beside it."""
+        """forward_visible through the fused kernels (module docstring): same outputs within rounding."""
         from ddtree.kernels.matmul import linear as exact_linear
         from ddtree.kernels.rope import norm_rope_cache
         from ddtree.kernels.swiglu import silu_mul
@@ -266,12 +225,9 @@ class NativeDecoder:
             delta = delta.view_as(hidden)
         out = norm(self.model.norm, delta, residual=hidden)[0]
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
-        return project(self.lm_head, out).float(), self._features(outputs, out)
-
-    def _features(self, outputs: dict, like: torch.Tensor) -> torch.Tensor:
-        """The drafter's features `# [b, Q, len(layer_ids) * H]` from the layers' outputs."""
         feats = [outputs[i] for i in self.layer_ids]
-        return torch.cat(feats, dim=-1) if feats else like.new_zeros(*like.shape[:2], 0)
+        feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
+        return project(self.lm_head, out).float(), feats
 
     def _attention(self, layer, k_cache, v_cache, x, cos, sin, write_at, seq_lens, visible):
         """k_cache, v_cache  # [b, Hkv, max_len, D] views of this layer's cache for the requests in the forward."""
@@ -381,7 +337,8 @@ def rms_norm(module, x, residual=None):
 def kernel_rms_norm(module, x, residual=None):
     """rms_norm through ddtree.kernels.rms_norm on any device (in Triton's interpreter on a CPU)."""
     from ddtree.kernels.rmsnorm import rms_norm as kernel
-    return kernel(x, *norm_args(module), residual)
+    eps = module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps
+    return kernel(x, module.weight, eps, residual)
 
 
 def fused_unsupported(hf_model) -> str:
@@ -412,14 +369,7 @@ def _fused_layer(layer) -> FusedLayer:
     eps = 0.0 if k_norm is None else getattr(k_norm, "variance_epsilon", getattr(k_norm, "eps", None))
     return FusedLayer(cat(attn.q_proj, attn.k_proj, attn.v_proj), bias(attn.q_proj, attn.k_proj, attn.v_proj),
                       cat(mlp.gate_proj, mlp.up_proj), bias(mlp.gate_proj, mlp.up_proj),
-                      None if q_norm is None else q_norm.weight, None if k_norm is None else k_norm.weight, eps,
-                      norm_args(layer.input_layernorm), norm_args(layer.post_attention_layernorm),
-                      (attn.o_proj.weight, attn.o_proj.bias), (mlp.down_proj.weight, mlp.down_proj.bias))
-
-
-def norm_args(module) -> tuple:
-    """(weight, eps) of an RMSNorm module (HF Llama / Qwen3, or the DFlash drafter's)."""
-    return module.weight, module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps
+                      None if q_norm is None else q_norm.weight, None if k_norm is None else k_norm.weight, eps)
 
 
 def _rope(x, cos, sin):

@@ -13,8 +13,7 @@ Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits f
           ancestor bitmask and retrieve encoding (first child / next sibling), ddtree.kernels.tree_pack; with
           attention="custom_mask" also the serving engine's flat mask (ddtree.pack_verify_batch, on the host)
   verify  NativeDecoder.forward_visible over the B x Q rows -> logits  # [B, Q, V], features  # [B, Q, F]
-  walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) with the coins the session drew (without
-          top-p, the kernel takes the softmax of the nodes it visits from the logits)
+  walk    ddtree.kernels.tree_verify: greedy, or exact sampling (rule B) with the coins the session drew
   commit  the accepted nodes' features extend the drafter's context, the target's KV cache is compacted
           (ddtree.kernels.kv_compact) and the new bonus tokens root the next round
 
@@ -185,9 +184,7 @@ class DeviceRound:
         s, p, logits = self.settings, self.packed, self.verified.logits
         cuda = self.bonus.device.type == "cuda"
         tree = (p.ids, p.next_token, p.next_sibling)
-        if s.sampled and cuda and s.top_p >= 1.0:  # the kernel takes the softmax of the nodes it visits only
-            result = verify_sampled_tree(*tree, logits, self.coins[0], self.coins[1], temperature=s.temperature)
-        elif s.sampled:
+        if s.sampled:
             probs = tempered_probs(logits, s.temperature, s.top_p)  # [B, Q, V] float64
             walk = verify_sampled_tree if cuda else verify_sampled_tree_ref
             result = walk(*tree, probs, self.coins[0], self.coins[1])

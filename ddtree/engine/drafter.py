@@ -8,21 +8,17 @@ and attends over [0, lens[b] + block_size): non-causal inside the block, context
 of a sliding layer. Same semantics as ddtree.models.DFlashDrafter with its DraftCache, for many requests at once
 and with no host synchronisation (CUDA-graph capturable).
 
-On CUDA (`fused`) a layer runs as the target's (ddtree.engine.decoder): up to FUSED_MATMUL_ROWS rows (batch x
-block) 5 launches (ddtree.kernels.fused_linear: the input RMSNorm + one q/k/v projection (weights concatenated once,
-at construction) + q/k norms + RoPE + cache write; attention; o_proj + the residual add; the post-attention RMSNorm
-+ gate/up + SwiGLU; down_proj + the residual add; the final norm rides in the head's launch), and a context
-extension fc, then one launch per layer (hidden_norm + the k/v projection + k_norm + RoPE + cache write); larger
-batches 9 launches a layer (cuBLAS matmuls beside the one-launch RMSNorm with the residual add, q/k norm + RoPE +
-cache write, and SwiGLU kernels). Elsewhere the drafter's own modules run, as in the reference.
+On CUDA (`fused`) a layer is 9 launches: the residual add fused into each RMSNorm (ddtree.kernels.rmsnorm), one q/k/v
+projection (weights concatenated once, at construction), q/k norms + RoPE + cache write in one launch
+(ddtree.kernels.rope), attention, o_proj, one gate/up projection, SwiGLU (ddtree.kernels.swiglu), down_proj.
+Elsewhere the drafter's own modules run, as in the reference.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from ddtree.engine import decoder
-from ddtree.engine.decoder import norm_args, rms_norm
+from ddtree.engine.decoder import rms_norm
 from ddtree.models.drafter import apply_rope, rope_cos_sin
 
 
@@ -64,20 +60,10 @@ class StaticDrafter:
         requests in `slots`; rows past what a request keeps are scratch past its new length."""
         b, rows, _ = features.shape
         positions = lens[:, None] + self.offsets[:rows]  # [b, R]
-        kv_rows = self.heads * self.head_dim  # the k and v rows of the concatenated projection
-        if self.fused and b * rows <= decoder.FUSED_MATMUL_ROWS:  # hidden_norm in each layer's k/v projection
-            from ddtree.kernels.fused_linear import norm_qkv_rope_cache
-            ctx = self.drafter.fc(features.to(self.drafter.dtype)).flatten(0, 1)  # [b*R, H]
-            positions = positions.flatten()
-            for layer, qkv, k_cache, v_cache in zip(self.drafter.layers, self.qkv, self.k, self.v):
-                k_norm = layer.self_attn.k_norm  # the keys and values alone (no queries)
-                norm_qkv_rope_cache(ctx, *norm_args(self.drafter.hidden_norm), qkv[kv_rows:], None, k_norm.weight,
-                                    k_norm.weight, k_norm.eps, self.cos, self.sin, positions, k_cache[slots],
-                                    v_cache[slots], rows, positions)
-            return
         ctx = rms_norm(self.drafter.hidden_norm, self.drafter.fc(features.to(self.drafter.dtype))).flatten(0, 1)
         if self.fused:
             from ddtree.kernels.rope import norm_rope_cache
+            kv_rows = self.heads * self.head_dim  # the k and v rows of the concatenated projection
             for layer, qkv, k_cache, v_cache in zip(self.drafter.layers, self.qkv, self.k, self.v):
                 k_norm = layer.self_attn.k_norm
                 norm_rope_cache(F.linear(ctx, qkv[kv_rows:]), k_norm.weight, k_norm.weight, k_norm.eps, self.cos,
@@ -97,10 +83,8 @@ class StaticDrafter:
         self.block[:, 0] = bonus
         positions = lens[:, None] + self.offsets[:size]  # [B, L]
         hidden = F.embedding(self.block, self.embed.weight).to(self.drafter.dtype)  # [B, L, H]
-        if self.fused and batch * size <= decoder.FUSED_MATMUL_ROWS:
-            return self._logits_fused(hidden, positions, lens)
         if self.fused:
-            return self._logits_elementwise(hidden, positions, lens)
+            return self._logits_fused(hidden, positions, lens)
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [B*L, D]
         for layer, window, k_cache, v_cache in zip(self.drafter.layers, self.windows, self.k, self.v):
             attn = layer.self_attn
@@ -116,29 +100,7 @@ class StaticDrafter:
         return self.head(hidden.to(self.head.weight.dtype)).float()
 
     def _logits_fused(self, hidden, positions, lens):
-        """logits() with the matmul-fused kernels; hidden  # [B, L, H] block embeddings."""
-        from ddtree.kernels.fused_linear import fused_linear, norm_qkv_rope_cache, norm_swiglu
-        batch, size = positions.shape
-        positions = positions.flatten()
-        hidden = hidden.flatten(0, 1)  # [B*L, H] the residual stream
-        for i, (layer, window) in enumerate(zip(self.drafter.layers, self.windows)):
-            attn, mlp = layer.self_attn, layer.mlp
-            q = norm_qkv_rope_cache(hidden, *norm_args(layer.input_layernorm), self.qkv[i], None, attn.q_norm.weight,
-                                    attn.k_norm.weight, attn.k_norm.eps, self.cos, self.sin, positions, self.k[i],
-                                    self.v[i], size, positions)
-            out = self._attend(q.view(batch, size, self.heads, self.head_dim), self.k[i], self.v[i], lens, window)
-            hidden = fused_linear(out.reshape(batch * size, -1), attn.o_proj.weight, attn.o_proj.bias, residual=hidden)
-            hidden = fused_linear(norm_swiglu(hidden, *norm_args(layer.post_attention_layernorm), self.gate_up[i]),
-                                  mlp.down_proj.weight, mlp.down_proj.bias, residual=hidden)
-        final = norm_args(self.drafter.norm)
-        if hidden.dtype != self.head.weight.dtype:  # the norm in the drafter's dtype, the head in the target's
-            hidden = rms_norm(self.drafter.norm, hidden).to(self.head.weight.dtype)
-            final = None
-        logits = fused_linear(hidden, self.head.weight, norm=final, out_dtype=torch.float32)  # every block row
-        return logits.view(batch, size, -1)[:, 1:]  # the drafted positions
-
-    def _logits_elementwise(self, hidden, positions, lens):
-        """logits() with the elementwise-fused kernels (the target's larger forwards, ddtree.engine.decoder)."""
+        """logits() with the fused kernels; hidden  # [B, L, H] block embeddings."""
         from ddtree.kernels.rope import norm_rope_cache
         from ddtree.kernels.swiglu import silu_mul
         batch, size = positions.shape
