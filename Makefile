@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lab sysdeps sglang clean
+.PHONY: test demo bench lab sysdeps sglang drafter-v1 clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -42,6 +42,10 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_tree_build.py
 	$(PY) bench/bench_pipeline.py
+
+# Drafter v1 (the default before v2) from git history into build/drafter-v1, SHA-256 checked (ddtree/training/v1.py).
+drafter-v1: $(STAMP)
+	$(PY) -m ddtree.training.v1 build/drafter-v1
 
 lab: $(STAMP)
 	$(PY) -m jupyterlab --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
