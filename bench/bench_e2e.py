@@ -13,7 +13,10 @@ overhead_pct = draft + tree + pack + commit as a share of the round's wall time,
 time no stage covers (launches, the readbacks, Python), mean_budget = the budget the rounds used (auto: chosen).
 Autoregressive rows run the target alone (a pair without the drafter: no drafter context to extend). Ratios
 x_ar / x_dflash compare rows of the same prompt set, path and temperature; with --exact every native row
-is timed again in bit-exact mode (Session(exact=True)) and x_fast is its speed over the same row's fast mode.
+is timed again in bit-exact mode (Session(exact=True)) and x_fast is its speed over the same row's fast mode. Native
+GPU runs overlap rounds (Session(overlap=True): each round queued before the previous one is read back); with
+--compare-overlap every native row is timed again stepped (path "... stepped") and x_stepped is the overlapped
+row's speed over it.
 Writes bench/results/e2e_<device>.{md,json}.
 """
 from __future__ import annotations
@@ -65,18 +68,18 @@ def generated_count(session) -> int:
 
 def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, cuda: bool, variant,
               costs: dict) -> dict:
-    """variant: (fused, exact) of a native run."""
+    """variant: (fused, exact, overlap) of a native run."""
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
     if native:
-        if budget == "auto" and variant in costs:
-            kwargs["budget_costs"] = costs[variant]
-        fused, exact = variant
+        fused, exact, overlap = variant
+        if budget == "auto" and (fused, exact) in costs:
+            kwargs["budget_costs"] = costs[fused, exact]
         s = Session(pair, prompt, backend="native", cuda_graphs=cuda, record=False, fused=fused, exact=exact,
-                    **kwargs)
+                    overlap=overlap and cuda, **kwargs)
         s.step()  # warm-up round; the next one captures the round's graphs
         if budget == "auto":
-            costs.setdefault(variant, s.budget_costs)
+            costs.setdefault((fused, exact), s.budget_costs)
     else:
         s = Session(pair, prompt, backend="reference", **kwargs)
     s.step()
@@ -109,6 +112,8 @@ def main() -> None:
                     help="the fused target and drafter forwards (--no-fused: the modules' own forwards)")
     ap.add_argument("--compare-unfused", action="store_true", help="also time every native row unfused")
     ap.add_argument("--exact", action="store_true", help="also time every native row in bit-exact mode (exact=True)")
+    ap.add_argument("--compare-overlap", action="store_true",
+                    help="also time every native row stepped (overlap=False: each round read back before the next)")
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--hf-max-new", type=int, default=48)
     ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
@@ -120,7 +125,8 @@ def main() -> None:
     pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
     prompts = {name: PROMPT_SETS[name][:args.prompts] for name in sets}
-    variants = [(args.fused, False)] + [(not args.fused, False)] * args.compare_unfused + [(True, True)] * args.exact
+    variants = ([(args.fused, False, True)] + [(not args.fused, False, True)] * args.compare_unfused
+                + [(True, True, True)] * args.exact + [(args.fused, False, False)] * args.compare_overlap)
     configs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in args.budgets]
     jobs = [(p, t, m, b, True, f) for p in sets for f in variants for t in args.temperatures for m, b in configs]
     if not args.skip_hf:
@@ -135,7 +141,7 @@ def main() -> None:
         tokens, wall, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "rounds"))
         stage = {k: sum(r["stage"][k] for r in runs) for k in runs[0]["stage"]}
         path = ("native" + ("+graphs" if cuda else "") + ("" if variant[0] else " unfused")
-                + (" exact" if variant[1] else "")) if native else "hf"
+                + (" exact" if variant[1] else "") + ("" if variant[2] else " stepped")) if native else "hf"
         rows.append({"prompts": prompt_set, "path": path, "T": temperature, "method": method,
                      "budget": budget if method == "ddtree" else None,
                      "tokens_per_s": round(tokens / wall, 1),
@@ -156,6 +162,9 @@ def main() -> None:
         fast = next((r for r in rows if r["path"] == row["path"].removesuffix(" exact") and r["path"] != row["path"]
                      and all(r[k] == row[k] for k in ("prompts", "T", "method", "budget"))), None)
         row["x_fast"] = round(row["tokens_per_s"] / fast["tokens_per_s"], 2) if fast else None
+        stepped = next((r for r in rows if r["path"] == row["path"] + " stepped"
+                        and all(r[k] == row[k] for k in ("prompts", "T", "method", "budget"))), None)
+        row["x_stepped"] = round(row["tokens_per_s"] / stepped["tokens_per_s"], 2) if stepped else None
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
@@ -166,7 +175,7 @@ def main() -> None:
     name = "e2e_" + args.device.split(":")[0]
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "acceptance", "mean_budget", "round_ms",
-            "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast"]
+            "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast", "x_stepped"]
     md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
           + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())
           + f", {args.max_new} new tokens each; hf path {args.hf_max_new})", "",

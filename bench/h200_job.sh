@@ -8,6 +8,9 @@
 #   notebooks       every notebook but 05 (SGLang's wheel is cp311 only)  -> $OUT/notebooks_h200.md
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
 #   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
+#   e2eoverlap      bench_e2e.py --compare-overlap, 2 prompts a set, budgets 32 128 auto -> $OUT/overlap/e2e_cuda.*
+#   treeprofile     profile_tree_build.py --sweep: graphed tree stage per budget, kernels, launch settings
+#                                                                           -> $OUT/tree_build_profile.md
 #   e2equick        bench_e2e.py, 4 prompts a set, budgets 16-128 + auto (E2E_DRAFTER=DIR: another drafter)
 #                                                                           -> $OUT/quick/e2e_cuda.*
 #   exact           bit-exact mode: check_exact.py (16 prompts x 256 tokens, batch 4 then 1) and its cost
@@ -32,6 +35,9 @@ for step in "$@"; do
     exact) timeout 210 python3 -P bench/check_exact.py --batches 4 1 --out "$OUT" 2>&1 | grep -v "it/s]" | tail -14
            timeout 90 python3 -P bench/bench_e2e.py --skip-hf --exact --budgets 128 --temperatures 0 --prompts 2 \
              --out "$OUT/exact_cost" 2>&1 | tail -14 ;;
+    e2eoverlap) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --compare-overlap --prompts 2 --budgets 32 128 auto \
+                  --out "$OUT/overlap" 2>&1 | tail -10 ;;
+    treeprofile) timeout 300 python3 -P bench/profile_tree_build.py --sweep --out "$OUT" 2>&1 | tail -60 ;;
     e2equick) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --prompts 4 --budgets 16 32 64 128 auto \
                 ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} \
                 --out "$OUT/quick" 2>&1 | tail -8 ;;

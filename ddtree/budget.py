@@ -4,14 +4,16 @@ One round builds the tree at the largest candidate budget; DDTree's nodes come i
 score), so the tree of budget n is its first n nodes. Under the draft model the expected number of accepted draft
 tokens of that tree is E[n] = sum of exp(node log-weight) over its first n nodes (each node is accepted exactly when
 its whole path is). A round at budget n commits E[n] + 1 tokens per request in expectation (the bonus token) and
-costs cost(n) + overhead seconds, so the round's budget is
+costs cost(n) + overhead(n) seconds, so the round's budget is
 
-    argmax over candidates n of  (scale * sum_b E_b[n] + B) / (cost(n) + overhead)
+    argmax over candidates n of  (scale * sum_b E_b[n] + B) / (cost(n) + overhead(n))
 
 one budget for the whole batch (every tree is padded to the same rows anyway). cost(n) is measured on the device at
-the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead (draft, tree, walk,
-commit, host) is given or learnt from the rounds (the median of recent rounds' time outside the verify forward);
-scale calibrates the draft model's expectation against the acceptance seen so far (decayed sums, starting at 1).
+the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead(n) (draft, tree, pack,
+walk, commit: pack and walk grow with the rows) is given (one number for every budget) or learnt from recent rounds'
+time outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at
+least 0), their median before; scale calibrates the draft model's expectation against the acceptance seen so far
+(decayed sums, starting at 1).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from ddtree._checks import check_int
 
 DECAY = 0.9  # per round, for the calibration sums (about the last ten rounds count)
 PRIOR = 4.0  # pseudo-tokens on both sides of the calibration, so that it starts at 1 and moves smoothly
-OVERHEAD_SAMPLES = 16  # recent rounds whose overhead enters the median
+OVERHEAD_SAMPLES = 32  # recent rounds whose overhead enters the fit
 
 
 @dataclass(frozen=True)
@@ -68,17 +70,20 @@ def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor) -> torch.T
     return mass[:, budgets.clamp_max(mass.shape[1]) - 1]
 
 
-def objective(expected, requests: int, costs: BudgetCosts, overhead: float, scale: float) -> list[float]:
-    """Expected committed tokens per second at each candidate budget; `expected  # [K]` summed over requests."""
-    return [(scale * float(e) + requests) / (c + overhead) for e, c in zip(expected, costs.seconds)]
+def objective(expected, requests: int, costs: BudgetCosts, overheads, scale: float) -> list[float]:
+    """Expected committed tokens per second at each candidate budget; `expected  # [K]` summed over requests,
+    `overheads  # [K]` seconds per round outside the verify forward (or one number for every candidate)."""
+    if isinstance(overheads, (int, float)):
+        overheads = [overheads] * len(costs.budgets)
+    return [(scale * float(e) + requests) / (c + o) for e, c, o in zip(expected, costs.seconds, overheads)]
 
 
-def choose_budget(expected, requests: int, costs: BudgetCosts, overhead: float, scale: float = 1.0) -> int:
+def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale: float = 1.0) -> int:
     """The candidate budget maximising the objective (the smallest among equals)."""
     if len(expected) != len(costs.budgets):
         raise ValueError(f"expected must hold one value per candidate budget ({len(costs.budgets)}), got "
                          f"{len(expected)}")
-    rate = objective(expected, requests, costs, overhead, scale)
+    rate = objective(expected, requests, costs, overheads, scale)
     return costs.budgets[max(range(len(rate)), key=lambda k: (rate[k], -k))]
 
 
@@ -88,29 +93,41 @@ class AutoBudget:
     costs: BudgetCosts
     accepted: float = 0.0  # decayed sum of accepted draft tokens
     predicted: float = 0.0  # decayed sum of their expectation under the draft model
-    overheads: list[float] = field(default_factory=list)  # recent rounds' seconds outside the verify forward
+    overheads: list[tuple[int, float]] = field(default_factory=list)  # recent rounds: (budget, seconds outside
+    # the verify forward)
 
     @property
     def scale(self) -> float:
         return (self.accepted + PRIOR) / (self.predicted + PRIOR)
 
-    @property
-    def overhead(self) -> float:
-        """Given, else the median of recent rounds, else (no round seen yet) the smallest budget's verify time."""
+    def overhead(self) -> list[float]:
+        """Seconds outside the verify forward at each candidate budget: given; else a line through recent rounds
+        (once two budgets were seen), their median (one budget), or (no round seen) the smallest budget's verify
+        time."""
+        k = len(self.costs.budgets)
         if self.costs.overhead is not None:
-            return self.costs.overhead
-        return statistics.median(self.overheads) if self.overheads else self.costs.seconds[0]
+            return [self.costs.overhead] * k
+        if not self.overheads:
+            return [self.costs.seconds[0]] * k
+        budgets, seconds = zip(*self.overheads)
+        if len(set(budgets)) < 2:
+            return [statistics.median(seconds)] * k
+        mean_n, mean_s = statistics.fmean(budgets), statistics.fmean(seconds)
+        slope = max(0.0, sum((n - mean_n) * (t - mean_s) for n, t in self.overheads)
+                    / sum((n - mean_n) ** 2 for n in budgets))
+        return [max(0.0, mean_s + slope * (n - mean_n)) for n in self.costs.budgets]
 
     def choose(self, expected, requests: int) -> int:
-        return choose_budget(expected, requests, self.costs, self.overhead, self.scale)
+        return choose_budget(expected, requests, self.costs, self.overhead(), self.scale)
 
-    def observe(self, predicted: float, accepted: int, overhead: float | None) -> None:
-        """After a round: its expected and actual accepted draft tokens (all requests), and its seconds outside the
-        verify forward (None when the round was not a steady one, e.g. a warm-up or graph-capture round)."""
+    def observe(self, predicted: float, accepted: int, overhead: float | None, budget: int) -> None:
+        """After a round at `budget`: its expected and actual accepted draft tokens (all requests), and its seconds
+        outside the verify forward (None when the round was not a steady one, e.g. a warm-up or graph-capture
+        round)."""
         self.predicted = DECAY * self.predicted + predicted
         self.accepted = DECAY * self.accepted + accepted
         if overhead is not None and self.costs.overhead is None:
-            self.overheads = (self.overheads + [overhead])[-OVERHEAD_SAMPLES:]
+            self.overheads = (self.overheads + [(budget, overhead)])[-OVERHEAD_SAMPLES:]
 
     def copy(self) -> AutoBudget:
         return AutoBudget(self.costs, self.accepted, self.predicted, list(self.overheads))

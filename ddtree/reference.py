@@ -16,6 +16,7 @@ candidate, times the batch: this backend verifies the requests one after the oth
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import torch
 
@@ -24,6 +25,15 @@ from ddtree.budget import AutoBudget, BudgetCosts, expected_accepts
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
 from ddtree.settings import AUTO_BUDGETS, STAGES, Settings, num_draft_tokens
+
+
+class Ran(NamedTuple):
+    """A round the reference ran (ReferenceBackend.start), read by finish."""
+    settings: Settings
+    verified: list  # per request: (ctx, tree, dlogits, packed batch, logits at the nodes, features, VerifyResult)
+    times: dict[str, float]
+    rows: int
+    budget: int | None  # budget="auto": the budget chosen
 
 
 class ReferenceBackend:
@@ -71,11 +81,9 @@ class ReferenceBackend:
             last.append(logits[-1])
         return torch.stack(last)
 
-    def round(self, settings: Settings, tokens: list[list[int]], coins, top_k: int | None,
-              probe: bool) -> RoundOutcome:
-        """One round of every request; `tokens[b]` its committed tokens, `coins  # [2, B, Q]` (sampled) or None."""
-        if probe:
-            raise ValueError("probe=True needs backend='native' (it probes the engine's attention kernel)")
+    def start(self, settings: Settings, tokens: list[list[int]], coins) -> Ran:
+        """One round of every request, run to the end (the reference waits for every stage); `tokens[b]` its
+        committed tokens, `coins  # [2, B, Q]` (sampled) or None."""
         pair, batch = self.pair, len(tokens)
         t0, times = time.perf_counter(), dict.fromkeys(STAGES, 0.0)
         budgets, chosen = settings.budgets(batch), None
@@ -116,7 +124,6 @@ class ReferenceBackend:
                 if cache.length > len(toks) - 1:
                     cache.crop(len(toks) - 1)
             raise
-        committed, requests = [], []
         for b, (ctx, tree, dlogits, packed, logits, features, result) in enumerate(verified):
             with timed(times, "commit", pair.device):
                 self.target_caches[b].compact(ctx, result.accepted)
@@ -124,16 +131,20 @@ class ReferenceBackend:
                     kept = torch.tensor(result.accepted)
                     pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
                                                 ctx + tree.depths[kept])
-            committed.append(result.committed)
-            if top_k is not None:
-                requests.append(request_round(pair, settings, ctx, tree, dlogits, packed.input_ids, packed.positions,
-                                              logits, result, top_k))
         if settings.auto:
-            accepted = sum(len(c) - 1 for c in committed)
+            accepted = sum(len(v[-1].committed) - 1 for v in verified)
             self.auto.observe(expected[self.auto.costs.budgets.index(chosen)], accepted,
-                              time.perf_counter() - t0 - times["verify"] if self.warm else None)
+                              time.perf_counter() - t0 - times["verify"] if self.warm else None, chosen)
         self.warm = True
-        return RoundOutcome(committed=committed, times=times, rows=q, requests=requests, budget=chosen)
+        return Ran(settings, verified, times, q, chosen)
+
+    def finish(self, ran: Ran, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
+        """The outcome of a round start() ran; records (`top_k`) from its host copies."""
+        requests = [] if top_k is None else [
+            request_round(self.pair, ran.settings, ctx, tree, dlogits, packed.input_ids, packed.positions, logits,
+                          result, top_k) for ctx, tree, dlogits, packed, logits, features, result in ran.verified]
+        return RoundOutcome(committed=[v[-1].committed for v in ran.verified], times=ran.times, rows=ran.rows,
+                            requests=requests, budget=ran.budget)
 
     def fork(self) -> ReferenceBackend:
         twin = object.__new__(ReferenceBackend)

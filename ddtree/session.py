@@ -18,7 +18,9 @@ same tokens and records on both backends.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
+import torch
 from tqdm.auto import tqdm
 
 from ddtree._checks import check_int
@@ -32,7 +34,14 @@ from ddtree.settings import (BACKENDS, ContextFull, as_prompt_list, check_room, 
                              fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
 
-NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded", "fused": None, "exact": False}
+NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded", "fused": None, "exact": False,
+                   "overlap": None}
+
+
+class Started(NamedTuple):
+    """A round a backend started: its handle and the random state before its coins were drawn."""
+    flight: object  # the backend's handle (NativeBackend.start / ReferenceBackend.start)
+    generator_state: torch.Tensor
 
 
 class Session:
@@ -51,7 +60,11 @@ class Session:
     padding bug with attention="custom_mask"), fused (the fused target and drafter forwards; default on CUDA, True on
     a CPU runs their kernels in Triton's interpreter), exact (bit-exact mode: every verify row computes the bits an
     autoregressive step computes, so greedy DDTree and DFlash output equals greedy autoregressive output bit for bit;
-    see ddtree.engine.decoder; on a CPU its kernels run in Triton's interpreter).
+    see ddtree.engine.decoder; on a CPU its kernels run in Triton's interpreter), overlap (`run` queues each round
+    on the device before reading the previous one back, so the GPU never waits for Python between rounds; the round
+    queued past the end is undone. Needs record=False: a record reads the round's device tensors, which the next
+    round overwrites. Default: on CUDA when record=False and attention is not "custom_mask", whose flat mask is
+    packed on the host).
     """
 
     def __init__(self, pair, prompt_or_prompts, *, method: str = "ddtree", budget=32, verify: str = "greedy",
@@ -90,10 +103,18 @@ class Session:
             limit = min(limit, max(len(x) for x in ids) + 1024 + rows)  # longest prompt
         max_len = limit
         if backend == "native":
-            self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs,
-                                         **(NATIVE_DEFAULTS | native_options))
+            options = NATIVE_DEFAULTS | native_options
+            overlap = options.pop("overlap")
+            self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs, **options)
+            hosted = self.backend.decoder.attention == "custom_mask"
+            if overlap and (self.record or hosted):
+                raise ValueError("overlap=True needs record=False (records read each round's device tensors) and an "
+                                 "attention other than 'custom_mask' (its flat mask is packed on the host)")
+            self.overlap = (pair.device.type == "cuda" and not self.record and not hosted) if overlap is None \
+                else bool(overlap)
         else:
             self.backend = ReferenceBackend(pair, len(ids), max_len, budget_costs=budget_costs)
+            self.overlap = False
         self.prompt_lens = [len(x) for x in ids]
         self.records: list[RoundRecord] = []
         self.acceptance_lengths: list[list[int]] = [[] for _ in ids]  # per request, one entry per round
@@ -130,20 +151,33 @@ class Session:
         """Run one round of every request and return its record. `probe=True` (native backend) also recovers the
         mask the attention kernel effectively applied to every request (record.kernel.applied). If the round
         fails, tokens, caches, records and the random state stay as they were."""
+        if probe and self.backend.name != "native":
+            raise ValueError("probe=True needs backend='native' (it probes the engine's attention kernel)")
+        return self._finish(self._start(), bool(probe))
+
+    def _start(self, in_flight: int = 0) -> Started:
+        """Start a round; `in_flight` tokens the round before it may still commit (its rows: room is kept for
+        them)."""
         s, pair = self.settings, self.pair
         for ctx in self.context_lens:
-            check_room(pair, s, ctx, self.backend.max_len)
+            check_room(pair, s, ctx + in_flight, self.backend.max_len)
         state = self.generator.get_state()
         coins = draw_coins(self.generator, self.batch_size, num_draft_tokens(s, pair), pair.device) \
             if s.sampled else None
         try:
-            outcome = self.backend.round(s, self.tokens, coins, self.record_top_k if self.record else None,
-                                         bool(probe))
+            return Started(self.backend.start(s, self.tokens, coins), state)
         except Exception as e:
             self.generator.set_state(state)
-            if isinstance(e, ValueError) and not isinstance(e, ContextFull):
-                raise ValueError(f"round {len(self.records)}: {e}") from e
-            raise
+            raise self._round_error(e) from e
+
+    def _finish(self, started: Started, probe: bool) -> RoundRecord:
+        s = self.settings
+        try:
+            outcome = self.backend.finish(started.flight, self.tokens, self.record_top_k if self.record else None,
+                                          probe)
+        except Exception as e:
+            self.generator.set_state(started.generator_state)
+            raise self._round_error(e) from e
         for b, committed in enumerate(outcome.committed):
             self.tokens[b] += committed
             self.acceptance_lengths[b].append(len(committed))
@@ -154,10 +188,17 @@ class Session:
         self.records.append(record)
         return record
 
+    def _round_error(self, e: Exception) -> Exception:
+        if isinstance(e, ValueError) and not isinstance(e, ContextFull):
+            return ValueError(f"round {len(self.records)}: {e}")
+        return e
+
     def run(self, max_new_tokens: int, *, stop_on_eos: bool = True, progress: bool = False) -> list[Generation]:
         """Step until every request has `max_new_tokens` generated tokens (counting those already generated) or,
         when stop_on_eos, has committed an EOS token, or a context is full -> one Generation per request (its
-        tokens cut at max_new_tokens and after EOS)."""
+        tokens cut at max_new_tokens and after EOS). With overlap (native engine) each round is queued before the
+        previous one is read back; the one queued past the end is undone, so the session continues as if it had
+        stepped."""
         max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
         first_record = len(self.records)
         eos = self.pair.eos_token_ids
@@ -168,16 +209,32 @@ class Session:
         stopped = "max_new_tokens"
         unit, total = ("tok", max_new_tokens) if self.batch_size == 1 else ("req", self.batch_size)
         bar = tqdm(total=total, desc=f"{self.settings.method} decoding", unit=unit, disable=not progress)
+        ahead = None  # the round queued before the last one was read back
         t0 = time.perf_counter()
-        while not all(done(g) for g in self.generated):
-            try:
-                self.step()
-            except ContextFull:
-                stopped = "context"
-                break
-            now = min(len(self.generated[0]), max_new_tokens) if self.batch_size == 1 else \
-                sum(done(g) for g in self.generated)
-            bar.update(now - bar.n)
+        try:
+            while not all(done(g) for g in self.generated):
+                try:
+                    current = ahead if ahead is not None else self._start()
+                except ContextFull:
+                    stopped = "context"
+                    break
+                ahead = None
+                if self.overlap:
+                    try:
+                        ahead = self._start(in_flight=num_draft_tokens(self.settings, self.pair))
+                    except ContextFull:  # near the end of the context: this round is read first
+                        pass
+                self._finish(current, False)
+                now = min(len(self.generated[0]), max_new_tokens) if self.batch_size == 1 else \
+                    sum(done(g) for g in self.generated)
+                bar.update(now - bar.n)
+        except BaseException:
+            if ahead is not None:  # the failed round already put the random state back to before it
+                self.backend.cancel(ahead.flight, self.tokens)
+            raise
+        if ahead is not None:
+            self.backend.cancel(ahead.flight, self.tokens)
+            self.generator.set_state(ahead.generator_state)
         bar.close()
         wall = time.perf_counter() - t0
         rounds = len(self.records) - first_record

@@ -92,22 +92,41 @@ def test_choose_budget_maximises_tokens_per_second():
         assert objective(expected, requests, costs, overhead, scale) == rate
     # the bonus token and the overhead count: accepted-per-verify-second alone would pick the other budget
     costs = BudgetCosts((8, 64), (1.0, 3.0))
-    assert choose_budget([1.0, 2.5], 1, costs, overhead=0.0) == 8  # 2/1 vs 3.5/3
-    assert choose_budget([1.0, 2.5], 1, costs, overhead=5.0) == 64  # 2/6 vs 3.5/8
+    assert choose_budget([1.0, 2.5], 1, costs, 0.0) == 8  # 2/1 vs 3.5/3
+    assert choose_budget([1.0, 2.5], 1, costs, 5.0) == 64  # 2/6 vs 3.5/8
+    assert choose_budget([1.0, 2.5], 1, costs, [5.0, 9.0]) == 8  # 2/6 vs 3.5/12: the larger tree's overhead counts
     assert choose_budget([2.0, 2.0], 1, BudgetCosts((8, 64), (1.0, 1.0)), 0.0) == 8  # ties: the smaller
 
 
 def test_auto_budget_learns_the_overhead_and_calibrates_the_drafter():
     auto = AutoBudget(BudgetCosts((8, 64), (1e-3, 2e-3)))
-    assert auto.scale == 1.0 and auto.overhead == 1e-3  # no round seen: the smallest verify time
+    assert auto.scale == 1.0 and auto.overhead() == [1e-3, 1e-3]  # no round seen: the smallest verify time
     for overhead in (5e-4, 9e-4, None, 7e-4):
-        auto.observe(predicted=4.0, accepted=2, overhead=overhead)
-    assert auto.overhead == 7e-4  # the median of the steady rounds
+        auto.observe(predicted=4.0, accepted=2, overhead=overhead, budget=8)
+    assert auto.overhead() == [7e-4, 7e-4]  # one budget seen: the median of the steady rounds
     assert auto.scale < 1.0  # the drafter promised more than the target accepted
     twin = auto.copy()
-    twin.observe(predicted=0.0, accepted=30, overhead=1.0)
-    assert twin.scale > 1.0 and auto.overhead == 7e-4  # copies are independent
-    assert AutoBudget(BudgetCosts((8,), (1.0,), overhead=0.25)).overhead == 0.25
+    twin.observe(predicted=0.0, accepted=30, overhead=1.0, budget=8)
+    assert twin.scale > 1.0 and auto.overhead() == [7e-4, 7e-4]  # copies are independent
+    assert AutoBudget(BudgetCosts((8,), (1.0,), overhead=0.25)).overhead() == [0.25]
+
+
+def test_auto_budget_fits_an_overhead_that_grows_with_the_budget():
+    """Rounds at two budgets: a least-squares line through their overheads, extrapolated to every candidate (a
+    falling line is clamped flat, noise cannot make larger trees look cheaper)."""
+    auto = AutoBudget(BudgetCosts((8, 16, 32, 64), (1e-3,) * 4))
+    for budget, seconds in ((16, 1.1e-4), (16, 0.9e-4), (32, 2.1e-4), (32, 1.9e-4)):
+        auto.observe(predicted=1.0, accepted=1, overhead=seconds, budget=budget)
+    assert auto.overhead() == pytest.approx([0.5e-4, 1e-4, 2e-4, 4e-4])
+    falling = AutoBudget(BudgetCosts((8, 64), (1e-3, 1e-3)))
+    for budget, seconds in ((8, 3e-4), (64, 1e-4)):
+        falling.observe(predicted=1.0, accepted=1, overhead=seconds, budget=budget)
+    assert falling.overhead() == pytest.approx([2e-4, 2e-4])
+    # the choice follows: with the same verify cost the larger trees pay their overhead (2/1.05, 2.5/1.1, 2.6/1.2,
+    # 2.7/1.4 tokens a ms); one flat overhead (the median) would pick the largest
+    expected = [1.0, 1.5, 1.6, 1.7]
+    assert auto.choose(expected, 1) == 16
+    assert choose_budget(expected, 1, auto.costs, 1.5e-4, auto.scale) == 64
 
 
 @pytest.mark.parametrize("verify", ["greedy", "sampled"])

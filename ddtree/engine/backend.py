@@ -16,14 +16,13 @@ whole model costs more than a whole graphed generation of a short answer.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import NamedTuple
 
 import torch
 
 from ddtree.budget import AutoBudget, BudgetCosts
 from ddtree.engine.decoder import NativeDecoder
-from ddtree.engine.device_round import HEAD_STAGES, TAIL_STAGES, DeviceRound, measure_verify_costs
+from ddtree.engine.device_round import HEAD_STAGES, TAIL_STAGES, DeviceRound, Flight, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
 from ddtree.record import KernelRead
 from ddtree.rounds import RoundOutcome, request_round
@@ -38,6 +37,17 @@ class AutoRounds(NamedTuple):
     settings: Settings
     head: DeviceRound
     tails: dict  # budget -> DeviceRound
+
+
+class InFlight(NamedTuple):
+    """A round started on the device (NativeBackend.start), read by finish or undone by cancel."""
+    state: DeviceRound  # the round that commits (budget="auto": the chosen tail)
+    flight: Flight
+    head: DeviceRound | None = None  # budget="auto": the head that drafted and built the trees
+    head_timers: object = None
+    budget: int | None = None  # budget="auto": the budget chosen
+    expected: float = 0.0  # budget="auto": the chosen budget's expected accepted draft tokens (all requests)
+    warm: bool = False  # budget="auto": head and tail ran at full speed (their time is a steady overhead sample)
 
 
 class NativeBackend:
@@ -66,6 +76,7 @@ class NativeBackend:
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.auto_rounds: AutoRounds | None = None
+        self.unobserved: InFlight | None = None  # budget="auto": the last round started, before _observe read it
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -86,42 +97,62 @@ class NativeBackend:
             last.append(logits[0, -1])
         return torch.stack(last)
 
-    def round(self, settings: Settings, tokens: list[list[int]], coins, top_k: int | None,
-              probe: bool) -> RoundOutcome:
-        """One round of every request; `tokens[b]` its committed tokens, `coins  # [2, B, Q]` (sampled) or None."""
-        roots, ctx = [t[-1] for t in tokens], [len(t) - 1 for t in tokens]
-        budget = None
+    def start(self, settings: Settings, tokens: list[list[int]], coins) -> InFlight:
+        """Queue one round of every request; `tokens[b]` its committed tokens (only read when the round's device
+        state is built: a round queued ahead of the last one's readback passes that round's tokens), `coins
+        # [2, B, Q]` (sampled) or None. Fixed budgets never wait for the device here; budget="auto" waits for the
+        head's expected acceptances (they choose the tail)."""
         if settings.auto:
-            state, budget, readback, times = self._auto_round(settings, roots, coins)
-        else:
-            state = self.round_state
-            if state is None or state.settings != settings:
-                bonus = torch.tensor(roots, device=self.pair.device)  # [B] roots of the next trees
-                state = self.round_state = DeviceRound(self.decoder, self.drafter, settings, bonus,
-                                                       num_draft_tokens(settings, self.pair),
-                                                       cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout)
-            readback, times = state.run(coins)
+            return self._start_auto(settings, [t[-1] for t in tokens], coins)
+        state = self.round_state
+        if state is None or state.settings != settings:
+            bonus = torch.tensor([t[-1] for t in tokens], device=self.pair.device)  # [B] roots of the next trees
+            state = self.round_state = DeviceRound(self.decoder, self.drafter, settings, bonus,
+                                                   num_draft_tokens(settings, self.pair),
+                                                   cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout)
         self.last_round = state
+        return InFlight(state, state.launch(coins))
+
+    def finish(self, flight: InFlight, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
+        """Wait for a started round and read it; `tokens` the committed tokens before it. Records (`top_k`) and the
+        probe read the round's device tensors: only for the round started last."""
+        state = flight.state
+        readback, times = state.land(flight.flight)
+        if flight.head is not None:
+            times = flight.head.seconds(flight.head_timers) | times
         if bool(readback.bad_logits):
             raise ValueError("the target or the drafter produced NaN or +inf logits; nothing was committed (check "
                              "the model weights and dtype)")
-        lengths = readback.accept_len.tolist()
+        if flight is self.unobserved:
+            self._observe(flight)
+        batch, lengths = len(tokens), readback.accept_len.tolist()
         committed = [row[1:n] + [bonus] for row, n, bonus in zip(readback.tokens.tolist(), lengths,
                                                                    readback.bonus.tolist())]
+        roots, ctx = [t[-1] for t in tokens], [len(t) - 1 for t in tokens]
         requests = []
         if top_k is not None:
             trees = state.trees.split(roots)
-            requests = [self._request(state, settings, b, ctx[b], trees[b], committed[b], top_k)
-                        for b in range(len(tokens))]
+            requests = [self._request(state, state.settings, b, ctx[b], trees[b], committed[b], top_k)
+                        for b in range(batch)]
         kernel = None
         if probe or state.packed.layout is not None:
             kernel = self._kernel_read(state, ctx, probe)
         return RoundOutcome(committed=committed, times=times, rows=state.rows, requests=requests, kernel=kernel,
-                            budget=budget)
+                            budget=flight.budget)
 
-    def _auto_round(self, settings: Settings, roots: list[int], coins):
-        """budget="auto": head, the choice (one small readback), the chosen budget's tail -> (tail, budget, Readback,
-        stage seconds)."""
+    def cancel(self, flight: InFlight, tokens: list[list[int]]) -> None:
+        """Undo a started round that is not wanted (started ahead of the readback that ended the run): the caches
+        and roots go back to `tokens` (every request's committed tokens); what the round wrote past them is
+        scratch."""
+        flight.state.land(flight.flight)
+        if flight is self.unobserved:
+            self.unobserved = None
+        device = self.pair.device
+        self.decoder.seq_lens.copy_(torch.tensor([len(t) - 1 for t in tokens], device=device))
+        flight.state.bonus.copy_(torch.tensor([t[-1] for t in tokens], device=device))
+
+    def _start_auto(self, settings: Settings, roots: list[int], coins) -> InFlight:
+        """budget="auto": head, the choice (the head's expected acceptances, read back), the chosen budget's tail."""
         if self.auto is None:
             costs = self.given_costs or BudgetCosts(AUTO_BUDGETS, measure_verify_costs(
                 self.decoder, AUTO_BUDGETS, cuda_graphs=self.cuda_graphs))
@@ -136,11 +167,13 @@ class NativeBackend:
                                candidates=costs.budgets)
             rounds = self.auto_rounds = AutoRounds(settings, head, {})
         head = rounds.head
-        t0, warm = time.perf_counter(), head.warm
-        timers = head.launch(None)
+        warm = head.warm
+        timers = head.launch(None).timers
         if self.cuda_graphs and head.graphs is None:
-            timers = head.launch(None)  # the same draft again, now captured (the second launch captures)
-        expected = head.expected.sum(0).tolist()  # [K] summed over requests: the round's extra readback
+            timers = head.launch(None).timers  # the same draft again, now captured (the second launch captures)
+        expected = head.expected.sum(0).tolist()  # [K] summed over requests: the round's one wait before the tail
+        if self.unobserved is not None:  # the round before (done now: the head ran after it) informs this choice
+            self._observe(self.unobserved)
         budget = self.auto.choose(expected, batch)
         if self.cuda_graphs and not rounds.tails:
             self._capture_tails(rounds, costs.budgets)
@@ -148,13 +181,22 @@ class NativeBackend:
         if tail is None:
             tail = rounds.tails[budget] = self._tail(rounds, budget)
         warm = warm and tail.warm
-        readback, times = tail.run(None if coins is None else coins[..., :budget + 1])
-        times = head.seconds(timers) | times
-        if not bool(readback.bad_logits):
-            overhead = time.perf_counter() - t0 - times["verify"]
-            self.auto.observe(expected[costs.budgets.index(budget)], int(readback.accept_len.sum()) - batch,
-                              overhead if warm else None)
-        return tail, budget, readback, times
+        self.last_round = tail
+        flight = tail.launch(None if coins is None else coins[..., :budget + 1])
+        self.unobserved = InFlight(tail, flight, head, timers, budget, expected[costs.budgets.index(budget)], warm)
+        return self.unobserved
+
+    def _observe(self, flight: InFlight) -> None:
+        """budget="auto": a landed round's acceptance and overhead (stage time outside the verify) teach the
+        choice; observed before the next choice in both run modes (stepping, and rounds queued ahead), so that
+        both choose alike."""
+        self.unobserved = None
+        readback, times = flight.state.land(flight.flight)
+        if bool(readback.bad_logits):
+            return
+        times = flight.head.seconds(flight.head_timers) | times
+        self.auto.observe(flight.expected, int(readback.accept_len.sum()) - len(readback.accept_len),
+                          sum(times.values()) - times["verify"] if flight.warm else None, flight.budget)
 
     def _tail(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None, cuda_graphs=None):
         head = rounds.head
@@ -207,5 +249,5 @@ class NativeBackend:
         twin.drafter = self.drafter.clone() if self.drafter is not None else None
         twin.round_state = twin.last_round = None
         twin.auto = None if self.auto is None else self.auto.copy()
-        twin.auto_rounds = None
+        twin.auto_rounds = twin.unobserved = None
         return twin

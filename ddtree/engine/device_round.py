@@ -28,6 +28,7 @@ import math
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from tqdm.auto import tqdm
@@ -76,17 +77,22 @@ class Readback:
     tokens: torch.Tensor  # [B, Q] long: tokens at the accepted nodes (root first), valid up to accept_len
     bad_logits: torch.Tensor  # [] bool
 
-    def to_host(self) -> Readback:
-        """Copies in pinned memory, then one synchronisation."""
+    def copy_to_host(self) -> Readback:
+        """Copies in pinned memory, queued on the stream without waiting (Flight.done says when they are there)."""
         cuda = self.tokens.is_cuda
         host = Readback(*(torch.empty(x.shape, dtype=x.dtype, pin_memory=cuda) for x in
                           (self.accept_len, self.bonus, self.tokens, self.bad_logits)))
         for src, dst in zip((self.accept_len, self.bonus, self.tokens, self.bad_logits),
                             (host.accept_len, host.bonus, host.tokens, host.bad_logits)):
             dst.copy_(src, non_blocking=cuda)
-        if cuda:
-            torch.cuda.current_stream().synchronize()
         return host
+
+
+class Flight(NamedTuple):
+    """A launched round: its stage timers and, for a round that commits, its Readback on the way to the host."""
+    timers: object  # CUDA events (len(stages) + 1), or seconds per stage on the CPU
+    readback: Readback | None  # pinned host copies, valid once `done` has completed (None: a budget="auto" head)
+    done: torch.cuda.Event | None  # recorded after the copies (None on the CPU: everything has run)
 
 
 HEAD_STAGES, TAIL_STAGES = STAGES[:2], STAGES[2:]  # budget="auto": (draft, tree) then (pack, verify, walk, commit)
@@ -122,7 +128,7 @@ class DeviceRound:
         self.walked: Walked | None = None
         self.readback: Readback | None = None
         self.structure = None  # (visible, next_token, next_sibling) of a tree shape that never changes (ar, dflash)
-        self.events = None  # CUDA events between the stages, made once and recorded every launch
+        self.events = None  # two sets of CUDA events between the stages, made once, recorded by turns
         if settings.method == "ar":  # the root alone, every round: no draft, no tree stage
             tokens = torch.full((batch, 1), -1, dtype=torch.long, device=device)
             self.trees = TreeBatch(tokens, tokens.clone(), torch.zeros_like(tokens), tokens.clone(),
@@ -209,10 +215,10 @@ class DeviceRound:
                                  w.bad_logits)
 
     # --------------------------------------------------------------------------------------------- running
-    def launch(self, coins: torch.Tensor | None):
-        """Queue one round on the device without any host synchronisation (on CUDA; the CPU simply runs it);
-        `coins  # [2, B, Q]` for sampled rounds. -> per-stage timers: CUDA events (len(STAGES) + 1) or seconds per
-        stage on the CPU."""
+    def launch(self, coins: torch.Tensor | None) -> Flight:
+        """Queue one round on the device without any host synchronisation (on CUDA; the CPU simply runs it), its
+        Readback's copy to the host included; `coins  # [2, B, Q]` for sampled rounds. Two launched rounds may be
+        in flight at once (land the older before launching a third: each keeps two sets of stage timers)."""
         if coins is not None:
             self.coins.copy_(coins)
         self.runs += 1
@@ -224,12 +230,13 @@ class DeviceRound:
                 if stage is not None:
                     stage()
                 times[name] = time.perf_counter() - t0
-            return times
+            return Flight(times, self._host_readback(), None)
         if self.cuda_graphs and self.runs >= 2 and self.graphs is None:
             self.graphs = _capture(self.stages, stages)
-        if self.events is None:  # read back (seconds) before the next launch records them again
-            self.events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.stages) + 1)]
-        events = self.events
+        if self.events is None:  # two sets, alternating: a round's timers are read after the next one launched
+            self.events = [[torch.cuda.Event(enable_timing=True) for _ in range(len(self.stages) + 1)]
+                           for _ in range(2)]
+        events = self.events[self.runs % 2]
         side = torch.cuda.Stream() if self.cuda_graphs and self.graphs is None else None  # warm-up off the default
         with torch.cuda.stream(side) if side is not None else nullcontext():
             events[0].record()
@@ -242,7 +249,12 @@ class DeviceRound:
                 events[i + 1].record()
         if side is not None:
             torch.cuda.current_stream().wait_stream(side)
-        return events
+        readback, done = self._host_readback(), torch.cuda.Event()
+        done.record()
+        return Flight(events, readback, done)
+
+    def _host_readback(self) -> Readback | None:
+        return self.readback.copy_to_host() if "commit" in self.stages else None
 
     def _stage_functions(self) -> list:
         """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing and
@@ -262,12 +274,16 @@ class DeviceRound:
 
     def run(self, coins: torch.Tensor | None = None) -> tuple[Readback, dict[str, float]]:
         """One round -> (Readback on the host, seconds per stage); the only host synchronisation is the readback's."""
-        timers = self.launch(coins)
-        readback = self.readback.to_host()
-        return readback, self.seconds(timers)
+        return self.land(self.launch(coins))
+
+    def land(self, flight: Flight) -> tuple[Readback | None, dict[str, float]]:
+        """Wait for a launched round -> (its Readback on the host, seconds per stage)."""
+        if flight.done is not None:
+            flight.done.synchronize()
+        return flight.readback, self.seconds(flight.timers)
 
     def seconds(self, timers) -> dict[str, float]:
-        """Seconds per stage from launch()'s timers (CUDA events: once they have completed)."""
+        """Seconds per stage from a Flight's timers (CUDA events: once they have completed)."""
         if isinstance(timers, dict):
             return timers
         return {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(self.stages)}

@@ -1,0 +1,105 @@
+"""Where the device tree build's time goes, and how its launch settings move it (CUDA, graphed as in a round).
+
+The tree stage of a round (ddtree.engine.device_round) is log_softmax over the draft logits then
+ddtree.kernels.tree_build.select_trees. This times that stage replayed from a CUDA graph (mean of --replays) per
+budget, lists its kernels with their GPU times (torch.profiler, one eager call at the largest budget), and sweeps
+the module's launch settings at the largest budget (every setting's trees checked equal to the default's).
+Writes <out>/tree_build_profile.md.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+
+import torch
+
+import ddtree.kernels.tree_build as tb
+
+SETTINGS = ("TOP_K_CHUNK", "MERGE_WIDTH", "TOP_K_WARPS", "RANK_BLOCK", "RANK_CHUNK", "RANK_WARPS")
+
+
+def stage(dlogits, budget):
+    return tb.select_trees(torch.log_softmax(dlogits, dim=-1), budget)
+
+
+def graphed_ms(dlogits, budget: int, replays: int) -> float:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        stage(dlogits, budget)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        stage(dlogits, budget)
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / replays
+
+
+def kernel_table(dlogits, budget: int) -> list[str]:
+    stage(dlogits, budget)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        stage(dlogits, budget)
+        torch.cuda.synchronize()
+    rows = [(e.key, e.count, e.device_time_total) for e in prof.key_averages() if e.device_time_total > 0]
+    rows.sort(key=lambda r: -r[2])
+    return ["| kernel | launches | GPU us |", "|---|---|---|"] + [
+        f"| {k[:70]} | {n} | {t:.1f} |" for k, n, t in rows] + [
+        f"| total | {sum(r[1] for r in rows)} | {sum(r[2] for r in rows):.1f} |"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--depth", type=int, default=15)
+    ap.add_argument("--vocab", type=int, default=49152)
+    ap.add_argument("--budgets", type=int, nargs="+", default=[32, 64, 128, 256])
+    ap.add_argument("--replays", type=int, default=200)
+    ap.add_argument("--sweep", action="store_true", help="sweep the launch settings at the largest budget")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    dlogits = torch.randn(args.batch, args.depth, args.vocab, device="cuda") * 3  # [B, depth, V] float32
+    top = max(args.budgets)
+    md = [f"# Device tree build, {torch.cuda.get_device_name()} (B={args.batch}, depth {args.depth}, vocab "
+          f"{args.vocab}; `python bench/profile_tree_build.py {' '.join(map(str, ['--budgets', *args.budgets]))}`)",
+          "", "Graphed tree stage (log_softmax + select_trees), mean of "
+          f"{args.replays} replays:", "", "| budget | graphed us |", "|---|---|"]
+    for budget in args.budgets:
+        md.append(f"| {budget} | {1e3 * graphed_ms(dlogits, budget, args.replays):.1f} |")
+    md += ["", f"Kernels of one eager call at budget {top}:", "", *kernel_table(dlogits, top)]
+    if args.sweep:
+        default = {name: getattr(tb, name) for name in SETTINGS}
+        want = stage(dlogits, top)
+        md += ["", f"Launch settings at budget {top} (graphed us; trees equal to the default's):", "",
+               "| " + " | ".join(SETTINGS) + " | graphed us | same |", "|" + "---|" * (len(SETTINGS) + 2)]
+        top_k_grid = [dict(zip(SETTINGS[:3], v)) for v in itertools.product((1024, 2048, 4096), (1024, 4096), (4, 8))]
+        rank_grid = [dict(zip(SETTINGS[3:], v)) for v in itertools.product((8, 16, 32), (256, 512, 1024), (8,))]
+        for change in top_k_grid + rank_grid:
+            values = default | change
+            for name, value in values.items():
+                setattr(tb, name, value)
+            try:
+                got = stage(dlogits, top)
+                same = all(torch.equal(a, b) for a, b in zip(got, want))
+                ms = graphed_ms(dlogits, top, args.replays // 4)
+                md.append("| " + " | ".join(str(values[n]) for n in SETTINGS) + f" | {1e3 * ms:.1f} | {same} |")
+            except Exception as e:  # a setting the kernels cannot take (registers, shared memory)
+                md.append("| " + " | ".join(str(values[n]) for n in SETTINGS) + f" | {type(e).__name__} | |")
+        for name, value in default.items():
+            setattr(tb, name, value)
+    text = "\n".join(md) + "\n"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "tree_build_profile.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
