@@ -2,8 +2,9 @@
 
 The tree stage of a round (ddtree.engine.device_round) is log_softmax over the draft logits then
 ddtree.kernels.tree_build.select_trees. This times that stage replayed from a CUDA graph (mean of --replays) per
-budget, lists its kernels with their GPU times (torch.profiler, one eager call at the largest budget), and sweeps
-the module's launch settings at the largest budget (every setting's trees checked equal to the default's).
+budget, lists its kernels with their GPU times (torch.profiler, one eager call at the largest budget), times the
+top-K stage against torch.topk on the same packed keys, and with --sweep tries the module's launch settings at the
+largest budget (every setting's trees checked equal to the default's).
 Writes <out>/tree_build_profile.md.
 """
 from __future__ import annotations
@@ -23,15 +24,23 @@ def stage(dlogits, budget):
     return tb.select_trees(torch.log_softmax(dlogits, dim=-1), budget)
 
 
-def graphed_ms(dlogits, budget: int, replays: int) -> float:
+def packed_keys(logq):
+    """The top-K kernels' int64 keys (value desc, token asc; all distinct) in torch ops: for timing torch.topk."""
+    bits = logq.contiguous().view(torch.int32).long()
+    ordered = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    tokens = torch.arange(logq.shape[-1], device=logq.device)
+    return (ordered << 32) | (logq.shape[-1] - 1 - tokens)
+
+
+def graphed_ms(dlogits, budget: int, replays: int, fn=stage) -> float:
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        stage(dlogits, budget)
+        fn(dlogits, budget)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        stage(dlogits, budget)
+        fn(dlogits, budget)
     graph.replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -75,13 +84,24 @@ def main() -> None:
     for budget in args.budgets:
         md.append(f"| {budget} | {1e3 * graphed_ms(dlogits, budget, args.replays):.1f} |")
     md += ["", f"Kernels of one eager call at budget {top}:", "", *kernel_table(dlogits, top)]
+    logq = torch.log_softmax(dlogits, dim=-1)
+    keys = packed_keys(logq)
+    md += ["", "The top-K stage alone, graphed us: the kernels (ddtree.kernels.tree_build.top_k) vs torch.topk on "
+           "the same packed int64 keys (packing not timed):", "", "| k | top_k kernels | torch.topk | same |",
+           "|---|---|---|---|"]
+    for b in args.budgets:
+        tokens = tb.top_k(logq, b)[1]
+        torch_tokens = logq.shape[-1] - 1 - (torch.topk(keys, b).values & 0xFFFFFFFF)
+        md.append(f"| {b} | {1e3 * graphed_ms(logq, b, args.replays, tb.top_k):.1f} | "
+                  f"{1e3 * graphed_ms(keys, b, args.replays, lambda x, k: torch.topk(x, k)):.1f} | "
+                  f"{torch.equal(tokens, torch_tokens)} |")
     if args.sweep:
         default = {name: getattr(tb, name) for name in SETTINGS}
         want = stage(dlogits, top)
         md += ["", f"Launch settings at budget {top} (graphed us; trees equal to the default's):", "",
                "| " + " | ".join(SETTINGS) + " | graphed us | same |", "|" + "---|" * (len(SETTINGS) + 2)]
         top_k_grid = [dict(zip(SETTINGS[:3], v)) for v in itertools.product((1024, 2048, 4096), (1024, 4096), (4, 8))]
-        rank_grid = [dict(zip(SETTINGS[3:], v)) for v in itertools.product((8, 16, 32), (256, 512, 1024), (8,))]
+        rank_grid = [dict(zip(SETTINGS[3:], v)) for v in itertools.product((4, 8, 16), (512, 1024), (4, 8))]
         for change in top_k_grid + rank_grid:
             values = default | change
             for name, value in values.items():

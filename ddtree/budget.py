@@ -95,6 +95,10 @@ class AutoBudget:
     predicted: float = 0.0  # decayed sum of their expectation under the draft model
     overheads: list[tuple[int, float]] = field(default_factory=list)  # recent rounds: (budget, seconds outside
     # the verify forward)
+    fitted: list[float] = field(init=False, repr=False)  # overhead(), refitted when a round is observed
+
+    def __post_init__(self):
+        self.fitted = self._fit()
 
     @property
     def scale(self) -> float:
@@ -104,6 +108,9 @@ class AutoBudget:
         """Seconds outside the verify forward at each candidate budget: given; else a line through recent rounds
         (once two budgets were seen), their median (one budget), or (no round seen) the smallest budget's verify
         time."""
+        return self.fitted
+
+    def _fit(self) -> list[float]:
         k = len(self.costs.budgets)
         if self.costs.overhead is not None:
             return [self.costs.overhead] * k
@@ -128,6 +135,7 @@ class AutoBudget:
         self.accepted = DECAY * self.accepted + accepted
         if overhead is not None and self.costs.overhead is None:
             self.overheads = (self.overheads + [(budget, overhead)])[-OVERHEAD_SAMPLES:]
+            self.fitted = self._fit()
 
     def copy(self) -> AutoBudget:
         return AutoBudget(self.costs, self.accepted, self.predicted, list(self.overheads))

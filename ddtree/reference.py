@@ -46,6 +46,7 @@ class ReferenceBackend:
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.warm = False  # a round has run (the next one's time counts for the learnt overhead)
+        self.unobserved = None  # budget="auto": the last round's AutoBudget.observe arguments (the next round's)
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -103,6 +104,9 @@ class ReferenceBackend:
                 candidates = torch.tensor(self.auto.costs.budgets)
                 expected = sum(expected_accepts(t.node_logws[None], candidates)[0] for _, t in drafted).tolist()
                 chosen = self.auto.choose(expected, batch)
+                if self.unobserved is not None:  # the round before, observed after this choice (as on the engine)
+                    self.auto.observe(*self.unobserved)
+                    self.unobserved = None
                 drafted = [(d, t.first(chosen + 1)) for d, t in drafted]
             q = chosen + 1
         verified = []  # per request: (ctx, tree, dlogits, packed batch, logits at the nodes, features, result)
@@ -133,8 +137,8 @@ class ReferenceBackend:
                                                 ctx + tree.depths[kept])
         if settings.auto:
             accepted = sum(len(v[-1].committed) - 1 for v in verified)
-            self.auto.observe(expected[self.auto.costs.budgets.index(chosen)], accepted,
-                              time.perf_counter() - t0 - times["verify"] if self.warm else None, chosen)
+            self.unobserved = (expected[self.auto.costs.budgets.index(chosen)], accepted,
+                               time.perf_counter() - t0 - times["verify"] if self.warm else None, chosen)
         self.warm = True
         return Ran(settings, verified, times, q, chosen)
 
@@ -151,6 +155,6 @@ class ReferenceBackend:
         twin.pair, twin.max_len = self.pair, self.max_len
         twin.target_caches = [c.clone() for c in self.target_caches]
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
-        twin.given_costs, twin.warm = self.given_costs, self.warm
+        twin.given_costs, twin.warm, twin.unobserved = self.given_costs, self.warm, self.unobserved
         twin.auto = None if self.auto is None else self.auto.copy()
         return twin

@@ -12,7 +12,8 @@ Among the nodes of one depth, pop order is their own key order, so depth by dept
 depth-major, by descending score then gives the global pop order; the first N with a finite score are the nodes.
 
 On the device (select_trees on CUDA, budgets up to KERNEL_MAX_BUDGET), about 20 launches for a whole batch at depth
-15 (graphed on an H200: 0.105 ms at budget 64, 0.133 ms at 128, log-softmax included):
+15 (graphed on an H200, log-softmax included: 89 us at budget 32 to 169 us at 256 with RANK_BLOCK 16, 156 us at 256
+with the 8 set here; kernel times and launch settings in bench/results/tree_build_profile_h200.md):
   top-K     each depth's K = min(N, vocab) best log-probs: every program keeps the best of a vocabulary chunk
             (tl.topk over keys packing the value and the token id, so ties go to the lower id as in a stable
             sort), then merges of the chunks' winners, MERGE_WIDTH keys a program, until one list is left
@@ -38,7 +39,7 @@ KERNEL_MAX_BUDGET = 1024  # above it the torch path (the top-K kernel holds N ke
 TOP_K_CHUNK = 1024  # vocabulary entries per program of the first top-K pass
 MERGE_WIDTH = 1024  # keys per program of a top-K merge
 TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, profile_round)
-RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 16, 512, 8  # selection: entries ranked per program, compared per step
+RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 8, 512, 8  # selection: entries ranked per program, compared per step
 
 
 def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> TreeBatch:

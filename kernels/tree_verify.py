@@ -52,8 +52,18 @@ def verify_sampled_tree(candidates, next_token, next_sibling, probs, coins, resi
     batch, rows = candidates.shape
     probs, coins, residual_coins = _check_sampling(probs, coins, residual_coins, batch, rows, candidates.device)
     accepted, accept_len, bonus = _outputs(batch, rows, candidates.device)
-    _sampled_kernel[(batch,)](candidates, next_token, next_sibling, probs, coins, residual_coins,
-                              accepted, accept_len, bonus, rows, probs.shape[-1], BLOCK_V=BLOCK_V)
+    vocab = probs.shape[-1]
+    chunks = triton.cdiv(vocab, BLOCK_V)
+    last = torch.empty(batch, dtype=torch.int32, device=candidates.device)  # the last accepted node
+    totals = torch.empty(batch, chunks, dtype=torch.float64, device=candidates.device)  # residual mass per chunk
+    tails = torch.empty(2, batch, chunks, dtype=torch.int32, device=candidates.device)  # last residual, positive
+    _sampled_walk_kernel[(batch,)](candidates, next_token, next_sibling, probs, coins, accepted, accept_len, last,
+                                   rows, vocab)
+    _residual_chunk_kernel[(batch, chunks)](candidates, next_token, next_sibling, probs, last, totals, tails, rows,
+                                            vocab, BLOCK_V=BLOCK_V)
+    _residual_draw_kernel[(batch,)](candidates, next_token, next_sibling, probs, residual_coins, last, totals, tails,
+                                    bonus, rows, vocab, chunks, BLOCK_V=BLOCK_V,
+                                    CHUNKS=triton.next_power_of_2(chunks))
     return accepted.long(), accept_len.long(), bonus.long()
 
 
@@ -216,9 +226,9 @@ def _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child):
 
 
 @triton.jit
-def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_coins_ptr,
-                    accepted_ptr, accept_len_ptr, bonus_ptr, num_rows, vocab, BLOCK_V: tl.constexpr):
-    """One request per program: rule-B walk, then a two-pass inverse-CDF draw over the vocabulary."""
+def _sampled_walk_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, accepted_ptr, accept_len_ptr, last_ptr,
+                         num_rows, vocab):
+    """One request per program: the rule-B walk down the tree (the bonus draw follows, over the vocabulary)."""
     base = tl.program_id(0) * num_rows
     tl.store(accepted_ptr + base, 0)
     count = 1
@@ -238,27 +248,51 @@ def _sampled_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, residual_
             child = tl.load(next_ptr + base + cur)
         else:
             child = tl.load(sib_ptr + base + child)
-
-    p_row = probs_ptr + (base + cur).to(tl.int64) * vocab
-    first_child = tl.load(next_ptr + base + cur)
-    mass = u * 0.0
-    for v0 in range(0, vocab, BLOCK_V):  # pass 1: residual mass
-        residual, _ = _residual_block(p_row, v0 + tl.arange(0, BLOCK_V), vocab, cand_ptr, sib_ptr, base,
-                                        first_child)
-        mass += tl.sum(residual, 0)
-    point = tl.load(residual_coins_ptr + base + cur).to(tl.float64) * mass
-    running = mass * 0.0
-    found = vocab
-    last_residual = -1
-    last_positive = -1
-    for v0 in range(0, vocab, BLOCK_V):  # pass 2: first token whose cumulative residual mass passes the point
-        offs = v0 + tl.arange(0, BLOCK_V)
-        residual, raw = _residual_block(p_row, offs, vocab, cand_ptr, sib_ptr, base, first_child)
-        cumulative = running + tl.cumsum(residual, 0)
-        found = tl.minimum(found, tl.min(tl.where(cumulative > point, offs, vocab), 0))
-        last_residual = tl.maximum(last_residual, tl.max(tl.where(residual > 0, offs, -1), 0))
-        last_positive = tl.maximum(last_positive, tl.max(tl.where(raw > 0, offs, -1), 0))
-        running = tl.max(cumulative, 0)
-    bonus = tl.where(found < vocab, found, tl.where(last_residual >= 0, last_residual, last_positive))
     tl.store(accept_len_ptr + tl.program_id(0), count)
-    tl.store(bonus_ptr + tl.program_id(0), bonus)
+    tl.store(last_ptr + tl.program_id(0), cur)
+
+
+@triton.jit
+def _residual_chunk_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, last_ptr, totals_ptr, tails_ptr, num_rows, vocab,
+                           BLOCK_V: tl.constexpr):
+    """Per request and vocabulary chunk: the residual mass at the last accepted node (its cumulative sum's last
+    entry, as the draw kernel sums it), the last token with residual mass and the last with positive probability."""
+    b, chunk = tl.program_id(0), tl.program_id(1)
+    base = b * num_rows
+    cur = tl.load(last_ptr + b)
+    offs = chunk * BLOCK_V + tl.arange(0, BLOCK_V)
+    residual, raw = _residual_block(probs_ptr + (base + cur).to(tl.int64) * vocab, offs, vocab, cand_ptr, sib_ptr,
+                                    base, tl.load(next_ptr + base + cur))
+    at = b * tl.num_programs(1) + chunk
+    tl.store(totals_ptr + at, tl.max(tl.cumsum(residual, 0), 0))
+    tl.store(tails_ptr + at, tl.max(tl.where(residual > 0, offs, -1), 0))
+    tl.store(tails_ptr + tl.num_programs(0) * tl.num_programs(1) + at, tl.max(tl.where(raw > 0, offs, -1), 0))
+
+
+@triton.jit
+def _residual_draw_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, residual_coins_ptr, last_ptr, totals_ptr,
+                          tails_ptr, bonus_ptr, num_rows, vocab, chunks, BLOCK_V: tl.constexpr, CHUNKS: tl.constexpr):
+    """One request per program: the inverse-CDF draw of the bonus token at residual_coin * residual mass. The
+    cumulative mass of token v is (the chunks before v's, a scan) + (v's chunk up to v): the first chunk whose end
+    passes the point holds the token."""
+    b = tl.program_id(0)
+    base = b * num_rows
+    cur = tl.load(last_ptr + b)
+    c = tl.arange(0, CHUNKS)
+    ok = c < chunks
+    totals = tl.load(totals_ptr + b * chunks + c, mask=ok, other=0.0)
+    before = tl.cumsum(tl.load(totals_ptr + b * chunks + c - 1, mask=ok & (c > 0), other=0.0), 0)  # [CHUNKS]
+    point = tl.load(residual_coins_ptr + base + cur).to(tl.float64) * tl.sum(totals, 0)
+    hit = tl.min(tl.where(ok & (before + totals > point), c, chunks), 0)
+    last_residual = tl.max(tl.load(tails_ptr + b * chunks + c, mask=ok, other=-1), 0)
+    last_positive = tl.max(tl.load(tails_ptr + tl.num_programs(0) * chunks + b * chunks + c, mask=ok, other=-1), 0)
+    found = vocab
+    if hit < chunks:
+        offs = hit * BLOCK_V + tl.arange(0, BLOCK_V)
+        residual, _ = _residual_block(probs_ptr + (base + cur).to(tl.int64) * vocab, offs, vocab, cand_ptr, sib_ptr,
+                                      base, tl.load(next_ptr + base + cur))
+        start = tl.sum(tl.where(c == hit, before, 0.0), 0)  # exact: one nonzero term
+        found = tl.min(tl.where(start + tl.cumsum(residual, 0) > point, offs, vocab), 0)
+    # rounding leaves no token past the point: the last with residual mass, else the last with probability
+    fallback = tl.where(last_residual >= 0, last_residual, last_positive)
+    tl.store(bonus_ptr + b, tl.where(found < vocab, found, fallback))

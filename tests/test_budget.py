@@ -229,3 +229,15 @@ def test_auto_with_cuda_graphs_matches_eager_on_gpu():
     measured = Session(pair, PROMPTS, budget="auto", cuda_graphs=True, record=False)
     measured.run(16, stop_on_eos=False)
     assert measured.budget_costs.budgets == AUTO_BUDGETS and measured.backend.auto.overheads
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_an_auto_fork_chooses_as_its_original(confident_pair, backend):
+    """A fork carries the calibration and the round it has yet to observe: both go on choosing alike."""
+    costs = BudgetCosts(SMALL, (1e-3, 1.2e-3, 1.6e-3), overhead=1e-3)
+    s = Session(confident_pair, PROMPTS, budget="auto", budget_costs=costs, backend=backend)
+    for _ in range(3):
+        s.step()
+    twin = s.fork()
+    assert [twin.step().budget for _ in range(6)] == [s.step().budget for _ in range(6)]
+    assert twin.tokens == s.tokens

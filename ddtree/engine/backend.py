@@ -48,6 +48,7 @@ class InFlight(NamedTuple):
     budget: int | None = None  # budget="auto": the budget chosen
     expected: float = 0.0  # budget="auto": the chosen budget's expected accepted draft tokens (all requests)
     warm: bool = False  # budget="auto": head and tail ran at full speed (their time is a steady overhead sample)
+    undo: tuple = (None, None)  # budget="auto": (AutoBudget, unobserved round) before this one started
 
 
 class NativeBackend:
@@ -76,7 +77,7 @@ class NativeBackend:
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.auto_rounds: AutoRounds | None = None
-        self.unobserved: InFlight | None = None  # budget="auto": the last round started, before _observe read it
+        self.unobserved: InFlight | None = None  # budget="auto": the last round started (observed by the next one)
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -123,8 +124,6 @@ class NativeBackend:
         if bool(readback.bad_logits):
             raise ValueError("the target or the drafter produced NaN or +inf logits; nothing was committed (check "
                              "the model weights and dtype)")
-        if flight is self.unobserved:
-            self._observe(flight)
         batch, lengths = len(tokens), readback.accept_len.tolist()
         committed = [row[1:n] + [bonus] for row, n, bonus in zip(readback.tokens.tolist(), lengths,
                                                                    readback.bonus.tolist())]
@@ -145,8 +144,8 @@ class NativeBackend:
         and roots go back to `tokens` (every request's committed tokens); what the round wrote past them is
         scratch."""
         flight.state.land(flight.flight)
-        if flight is self.unobserved:
-            self.unobserved = None
+        if flight is self.unobserved:  # budget="auto": the choices go on as if it had never started
+            self.auto, self.unobserved = flight.undo
         device = self.pair.device
         self.decoder.seq_lens.copy_(torch.tensor([len(t) - 1 for t in tokens], device=device))
         flight.state.bonus.copy_(torch.tensor([t[-1] for t in tokens], device=device))
@@ -171,9 +170,7 @@ class NativeBackend:
         timers = head.launch(None).timers
         if self.cuda_graphs and head.graphs is None:
             timers = head.launch(None).timers  # the same draft again, now captured (the second launch captures)
-        expected = head.expected.sum(0).tolist()  # [K] summed over requests: the round's one wait before the tail
-        if self.unobserved is not None:  # the round before (done now: the head ran after it) informs this choice
-            self._observe(self.unobserved)
+        expected = head.expected.tolist()  # [K] summed over requests: the round's one wait before the tail
         budget = self.auto.choose(expected, batch)
         if self.cuda_graphs and not rounds.tails:
             self._capture_tails(rounds, costs.budgets)
@@ -183,14 +180,18 @@ class NativeBackend:
         warm = warm and tail.warm
         self.last_round = tail
         flight = tail.launch(None if coins is None else coins[..., :budget + 1])
-        self.unobserved = InFlight(tail, flight, head, timers, budget, expected[costs.budgets.index(budget)], warm)
+        previous = self.unobserved
+        self.unobserved = InFlight(tail, flight, head, timers, budget, expected[costs.budgets.index(budget)], warm,
+                                   (self.auto.copy(), previous))
+        if previous is not None:  # done: this round's head ran after it
+            self._observe(previous)
         return self.unobserved
 
     def _observe(self, flight: InFlight) -> None:
         """budget="auto": a landed round's acceptance and overhead (stage time outside the verify) teach the
-        choice; observed before the next choice in both run modes (stepping, and rounds queued ahead), so that
-        both choose alike."""
-        self.unobserved = None
+        choice. Round n is observed once round n + 1's tail is queued, in both run modes (stepping, and rounds
+        queued ahead), so that both choose alike and the device never waits for the bookkeeping: round n + 1's
+        choice knows rounds up to n - 1."""
         readback, times = flight.state.land(flight.flight)
         if bool(readback.bad_logits):
             return
@@ -249,5 +250,5 @@ class NativeBackend:
         twin.drafter = self.drafter.clone() if self.drafter is not None else None
         twin.round_state = twin.last_round = None
         twin.auto = None if self.auto is None else self.auto.copy()
-        twin.auto_rounds = twin.unobserved = None
+        twin.auto_rounds = None  # twin.unobserved stays: the twin's next round observes it too (it only reads it)
         return twin

@@ -18,8 +18,8 @@ Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits f
           (ddtree.kernels.kv_compact) and the new bonus tokens root the next round
 
 budget="auto" splits a round in two (ddtree.engine.backend): a head DeviceRound runs draft and tree at the largest
-candidate budget and the expected acceptance per candidate (ddtree.budget.expected_accepts); the host reads that
-([B, K] floats: the round's one extra synchronisation) and picks the budget; the tail DeviceRound of that budget
+candidate budget and the expected acceptance per candidate (ddtree.budget.expected_accepts, summed over the
+requests); the host reads that (K floats: the round's one wait before its tail) and picks the budget; the tail DeviceRound of that budget
 (one per budget, each with its own graphs) cuts the head's trees to its rows and runs pack, verify, walk, commit.
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ class DeviceRound:
         self.decoder, self.drafter, self.settings = decoder, drafter, settings
         self.stages, self.head = tuple(stages), head
         self.candidates = None if candidates is None else torch.tensor(candidates, device=bonus.device)  # [K]
-        self.expected: torch.Tensor | None = None  # [B, K] float64 (a head)
+        self.expected: torch.Tensor | None = None  # [K] float64, summed over the requests (a head)
         self.bonus = bonus  # [B] long, updated in place by the commit stage
         self.rows, self.mask_layout = rows, mask_layout
         batch, device = bonus.shape[0], bonus.device
@@ -146,7 +146,7 @@ class DeviceRound:
             trees = select_trees(logq, s.max_budget)
             self.trees = trees if not isinstance(s.budget, tuple) else trees.truncate(self.budgets + 1)
             if self.candidates is not None:
-                self.expected = expected_accepts(self.trees.node_logws, self.candidates)
+                self.expected = expected_accepts(self.trees.node_logws, self.candidates).sum(0)
             return
         best, chain = logq.max(-1)  # the DFlash chain: the best token at every depth (first maximum on ties)
         depth = chain.shape[1]
