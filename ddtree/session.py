@@ -209,38 +209,43 @@ class Session:
         stopped = "max_new_tokens"
         unit, total = ("tok", max_new_tokens) if self.batch_size == 1 else ("req", self.batch_size)
         bar = tqdm(total=total, desc=f"{self.settings.method} decoding", unit=unit, disable=not progress)
-        ahead = None  # the round queued before the last one was read back
+        flying: list[Started] = []  # rounds started and not yet read back, oldest first (two with overlap)
         t0 = time.perf_counter()
         try:
             while not all(done(g) for g in self.generated):
-                try:
-                    current = ahead if ahead is not None else self._start()
-                except ContextFull:
-                    stopped = "context"
-                    break
-                ahead = None
+                if not flying:
+                    try:
+                        flying.append(self._start())
+                    except ContextFull:
+                        stopped = "context"
+                        break
                 if self.overlap:
                     try:
-                        ahead = self._start(in_flight=num_draft_tokens(self.settings, self.pair))
+                        flying.append(self._start(in_flight=num_draft_tokens(self.settings, self.pair)))
                     except ContextFull:  # near the end of the context: this round is read first
                         pass
-                self._finish(current, False)
+                self._finish(flying[0], False)
+                flying.pop(0)
                 now = min(len(self.generated[0]), max_new_tokens) if self.batch_size == 1 else \
                     sum(done(g) for g in self.generated)
                 bar.update(now - bar.n)
-        except BaseException:
-            if ahead is not None:  # the failed round already put the random state back to before it
-                self.backend.cancel(ahead.flight, self.tokens)
-            raise
-        if ahead is not None:
-            self.backend.cancel(ahead.flight, self.tokens)
-            self.generator.set_state(ahead.generator_state)
+        finally:
+            if self.overlap:  # the round queued past the end (or behind a failure or an interrupt)
+                self._undo(flying)
         bar.close()
         wall = time.perf_counter() - t0
         rounds = len(self.records) - first_record
         return [make_generation(self.pair, gen, self.records[first_record:], lengths[len(lengths) - rounds:],
                                 self.times["prefill"], wall, max_new_tokens, stop_on_eos, stopped)
                 for gen, lengths in zip(self.generated, self.acceptance_lengths)]
+
+    def _undo(self, flying: list[Started]) -> None:
+        """Undo native rounds started and not read back (newest first): caches, roots and the random state go back
+        to the committed tokens, as before the oldest of them."""
+        for started in reversed(flying):
+            self.backend.cancel(started.flight, self.tokens)
+        if flying:
+            self.generator.set_state(flying[0].generator_state)
 
     def fork(self, **overrides) -> Session:
         """An independent copy of this session's state; `overrides` (method, budget, verify, temperature, top_p,

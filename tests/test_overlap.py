@@ -103,3 +103,25 @@ def test_overlapped_graphed_rounds_decode_as_stepped_rounds_on_gpu(pair, options
             [g.tokens for g in stepped.run(n, stop_on_eos=False)]
         assert [r.budget for r in overlapped.records] == [r.budget for r in stepped.records]
         assert overlapped.backend.decoder.seq_lens.tolist() == overlapped.context_lens
+
+
+def test_an_interrupted_overlapped_run_leaves_the_session_as_stepped(pair, monkeypatch):
+    """An interrupt while a round is being read (two in flight): both are undone, nothing half-read stays, and the
+    session goes on to decode exactly the stepped tokens."""
+    overlapped, stepped = sessions(pair, budget=6, verify="sampled", seed=5)
+    finish, calls = overlapped.backend.finish, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(overlapped.backend, "finish", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        overlapped.run(40, stop_on_eos=False)
+    monkeypatch.undo()
+    assert len(overlapped.records) == 2
+    assert overlapped.backend.decoder.seq_lens.tolist() == overlapped.context_lens
+    assert [g.tokens for g in overlapped.run(40, stop_on_eos=False)] == \
+        [g.tokens for g in stepped.run(40, stop_on_eos=False)]
