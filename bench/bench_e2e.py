@@ -10,7 +10,9 @@ first) precede the timed run. The auto cost table is measured once per engine va
 sessions (budget_costs). Stage times are CUDA-event times of the device round (ddtree.engine.device_round):
 overhead_pct = draft + tree + pack + commit as a share of the round's wall time, spec_pct = the same plus the walk
 (everything speculation adds around the verify forward), walk_ms = the walk's time a round, host_pct = the wall
-time no stage covers (launches, the readbacks, Python), mean_budget = the budget the rounds used (auto: chosen).
+time no stage covers (the device waiting for launches, readbacks, Python: with overlapped rounds only the gaps
+between stage graphs and budget="auto"'s wait before its tail), mean_budget = the budget the rounds used (auto:
+chosen).
 Autoregressive rows run the target alone (a pair without the drafter: no drafter context to extend). Ratios
 x_ar / x_dflash compare rows of the same prompt set, path and temperature; with --exact every native row
 is timed again in bit-exact mode (Session(exact=True)) and x_fast is its speed over the same row's fast mode. Native

@@ -25,12 +25,24 @@ from ddtree.budget import AutoBudget, BudgetCosts, expected_accepts
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
 from ddtree.settings import AUTO_BUDGETS, STAGES, Settings, num_draft_tokens
+from ddtree.verify import VerifyResult
+
+
+class RequestVerified(NamedTuple):
+    """One request's verified round."""
+    ctx: int  # committed tokens in its cache before the round
+    tree: object  # ddtree.DraftTree
+    dlogits: torch.Tensor | None  # [depth, V] draft logits (None for autoregressive)
+    packed: object  # ddtree.VerifyBatch of the request
+    logits: torch.Tensor  # [n_nodes, V] the target's logits at the tree nodes
+    features: torch.Tensor  # [Q, F] target features for the drafter
+    result: VerifyResult
 
 
 class Ran(NamedTuple):
     """A round the reference ran (ReferenceBackend.start), read by finish."""
     settings: Settings
-    verified: list  # per request: (ctx, tree, dlogits, packed batch, logits at the nodes, features, VerifyResult)
+    verified: list[RequestVerified]  # per request
     times: dict[str, float]
     rows: int
     budget: int | None  # budget="auto": the budget chosen
@@ -109,7 +121,7 @@ class ReferenceBackend:
                     self.unobserved = None
                 drafted = [(d, t.first(chosen + 1)) for d, t in drafted]
             q = chosen + 1
-        verified = []  # per request: (ctx, tree, dlogits, packed batch, logits at the nodes, features, result)
+        verified: list[RequestVerified] = []
         try:
             for b, (toks, (dlogits, tree)) in enumerate(zip(tokens, drafted)):
                 ctx = len(toks) - 1
@@ -122,7 +134,7 @@ class ReferenceBackend:
                                                       pair.target_layer_ids)
                 with timed(times, "walk", pair.device):
                     result = walk(settings, tree, logits[:tree.n_nodes], None if coins is None else coins[:, b])
-                verified.append((ctx, tree, dlogits, packed, logits[:tree.n_nodes], features, result))
+                verified.append(RequestVerified(ctx, tree, dlogits, packed, logits[:tree.n_nodes], features, result))
         except Exception:
             for cache, toks in zip(self.target_caches, tokens):  # drop the verify rows of every request
                 if cache.length > len(toks) - 1:
@@ -136,7 +148,7 @@ class ReferenceBackend:
                     pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
                                                 ctx + tree.depths[kept])
         if settings.auto:
-            accepted = sum(len(v[-1].committed) - 1 for v in verified)
+            accepted = sum(len(v.result.committed) - 1 for v in verified)
             self.unobserved = (expected[self.auto.costs.budgets.index(chosen)], accepted,
                                time.perf_counter() - t0 - times["verify"] if self.warm else None, chosen)
         self.warm = True
@@ -147,7 +159,7 @@ class ReferenceBackend:
         requests = [] if top_k is None else [
             request_round(self.pair, ran.settings, ctx, tree, dlogits, packed.input_ids, packed.positions, logits,
                           result, top_k) for ctx, tree, dlogits, packed, logits, features, result in ran.verified]
-        return RoundOutcome(committed=[v[-1].committed for v in ran.verified], times=ran.times, rows=ran.rows,
+        return RoundOutcome(committed=[v.result.committed for v in ran.verified], times=ran.times, rows=ran.rows,
                             requests=requests, budget=ran.budget)
 
     def fork(self) -> ReferenceBackend:

@@ -105,13 +105,15 @@ class Session:
         if backend == "native":
             options = NATIVE_DEFAULTS | native_options
             overlap = options.pop("overlap")
+            if overlap is not None and not isinstance(overlap, bool):
+                raise ValueError(f"overlap must be True, False or None (the default), got {overlap!r}")
             self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs, **options)
             hosted = self.backend.decoder.attention == "custom_mask"
             if overlap and (self.record or hosted):
                 raise ValueError("overlap=True needs record=False (records read each round's device tensors) and an "
                                  "attention other than 'custom_mask' (its flat mask is packed on the host)")
             self.overlap = (pair.device.type == "cuda" and not self.record and not hosted) if overlap is None \
-                else bool(overlap)
+                else overlap
         else:
             self.backend = ReferenceBackend(pair, len(ids), max_len, budget_costs=budget_costs)
             self.overlap = False

@@ -19,8 +19,9 @@ Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits f
 
 budget="auto" splits a round in two (ddtree.engine.backend): a head DeviceRound runs draft and tree at the largest
 candidate budget and the expected acceptance per candidate (ddtree.budget.expected_accepts, summed over the
-requests); the host reads that (K floats: the round's one wait before its tail) and picks the budget; the tail DeviceRound of that budget
-(one per budget, each with its own graphs) cuts the head's trees to its rows and runs pack, verify, walk, commit.
+requests); the host reads that (K floats: the round's one wait before its tail) and picks the budget; the tail
+DeviceRound of that budget (one per budget, each with its own graphs) cuts the head's trees to its rows and runs
+pack, verify, walk, commit.
 """
 from __future__ import annotations
 
