@@ -161,12 +161,9 @@ def main() -> None:
         chain = next((r for r in rows if same(r, row) and r["method"] == "dflash"), None)
         row["x_ar"] = round(row["tokens_per_s"] / base["tokens_per_s"], 2)
         row["x_dflash"] = round(row["tokens_per_s"] / chain["tokens_per_s"], 2) if chain else None
-        fast = next((r for r in rows if r["path"] == row["path"].removesuffix(" exact") and r["path"] != row["path"]
-                     and all(r[k] == row[k] for k in ("prompts", "T", "method", "budget"))), None)
-        row["x_fast"] = round(row["tokens_per_s"] / fast["tokens_per_s"], 2) if fast else None
-        stepped = next((r for r in rows if r["path"] == row["path"] + " stepped"
-                        and all(r[k] == row[k] for k in ("prompts", "T", "method", "budget"))), None)
-        row["x_stepped"] = round(row["tokens_per_s"] / stepped["tokens_per_s"], 2) if stepped else None
+        fast = row["path"].removesuffix(" exact")
+        row["x_fast"] = speed_over(rows, row, fast) if fast != row["path"] else None
+        row["x_stepped"] = speed_over(rows, row, row["path"] + " stepped")
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
@@ -190,6 +187,13 @@ def main() -> None:
     text = "\n".join(md) + "\n"
     (args.out / f"{name}.md").write_text(text)
     print(text)
+
+
+def speed_over(rows: list[dict], row: dict, path: str) -> float | None:
+    """row's speed over the same configuration (prompt set, T, method, budget) on `path`; None without that row."""
+    other = next((r for r in rows if r["path"] == path
+                  and all(r[k] == row[k] for k in ("prompts", "T", "method", "budget"))), None)
+    return round(row["tokens_per_s"] / other["tokens_per_s"], 2) if other else None
 
 
 def summary(rows: list[dict]) -> list[str]:

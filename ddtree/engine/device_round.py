@@ -102,11 +102,12 @@ HEAD_STAGES, TAIL_STAGES = STAGES[:2], STAGES[2:]  # budget="auto": (draft, tree
 class DeviceRound:
     """Rounds of one batch under fixed settings. `rows` = Q verify rows per request; `budgets  # [B]` DDTree budget
     per request; `mask_layout` how attention="custom_mask" packs the flat mask ("unpadded" reproduces the bug).
-    `run(coins)` -> (Readback on the host, stage seconds); the stage values of the last run stay readable.
+    `launch(coins)` -> a Flight, `land(flight)` -> (Readback on the host, stage seconds); the stage values of the last
+    launch stay readable.
 
     budget="auto" (module docstring): a head has stages=HEAD_STAGES and `candidates` (the budgets whose expected
-    acceptance its tree stage computes, `expected  # [B, K]`); a tail has stages=TAIL_STAGES and `head` (the round
-    whose dlogits and trees, cut to its rows, it packs and verifies)."""
+    acceptance its tree stage computes, `expected  # [K]` summed over the requests); a tail has stages=TAIL_STAGES
+    and `head` (the round whose dlogits and trees, cut to its rows, it packs and verifies)."""
 
     def __init__(self, decoder, drafter, settings: Settings, bonus, rows: int, *, cuda_graphs: bool,
                  mask_layout: str = "padded", stages=STAGES, head: DeviceRound | None = None, candidates=None):
@@ -272,10 +273,6 @@ class DeviceRound:
     def warm(self) -> bool:
         """Whether the next launch runs at full speed: graphs captured (cuda_graphs), else one run done."""
         return self.graphs is not None if self.cuda_graphs else self.runs >= 1
-
-    def run(self, coins: torch.Tensor | None = None) -> tuple[Readback, dict[str, float]]:
-        """One round -> (Readback on the host, seconds per stage); the only host synchronisation is the readback's."""
-        return self.land(self.launch(coins))
 
     def land(self, flight: Flight) -> tuple[Readback | None, dict[str, float]]:
         """Wait for a launched round -> (its Readback on the host, seconds per stage)."""
