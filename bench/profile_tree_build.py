@@ -101,7 +101,7 @@ def main() -> None:
         md += ["", f"Launch settings at budget {top} (graphed us; trees equal to the default's):", "",
                "| " + " | ".join(SETTINGS) + " | graphed us | same |", "|" + "---|" * (len(SETTINGS) + 2)]
         top_k_grid = [dict(zip(SETTINGS[:3], v)) for v in itertools.product((1024, 2048, 4096), (1024, 4096), (4, 8))]
-        rank_grid = [dict(zip(SETTINGS[3:], v)) for v in itertools.product((4, 8, 16, 32), (512, 1024), (4, 8))]
+        rank_grid = [dict(zip(SETTINGS[3:], v)) for v in itertools.product((4, 8, 16), (512, 1024), (4, 8))]
         for change in top_k_grid + rank_grid:
             values = default | change
             for name, value in values.items():

@@ -11,18 +11,16 @@ Among the nodes of one depth, pop order is their own key order, so depth by dept
 (a node among the N best overall is among the N best of its depth). A stable sort of all depths' lists, concatenated
 depth-major, by descending score then gives the global pop order; the first N with a finite score are the nodes.
 
-On the device (select_trees on CUDA, budgets up to KERNEL_MAX_BUDGET), the top-K's launches (4 at vocab 49152 and
-budget 256) then one for the whole selection, for a whole batch (graphed on an H200 with the selection still in
-depth + 2 launches, log-softmax included: 89 us at budget 32, 156 us at 256; kernel times and launch settings in
-bench/results/tree_build_profile_h200.md):
+On the device (select_trees on CUDA, budgets up to KERNEL_MAX_BUDGET), about 20 launches for a whole batch at depth
+15 (graphed on an H200, log-softmax included: 89 us at budget 32 to 169 us at 256 with RANK_BLOCK 16, 156 us at 256
+with the 8 set here; kernel times and launch settings in bench/results/tree_build_profile_h200.md):
   top-K     each depth's K = min(N, vocab) best log-probs: every program keeps the best of a vocabulary chunk
             (tl.topk over keys packing the value and the token id, so ties go to the lower id as in a stable
             sort), then merges of the chunks' winners, MERGE_WIDTH keys a program, until one list is left
-  selection one launch, its programs in phases that wait on each other through counters (select_from_top_k):
-    levels  per depth, programs over the candidates: each ranks its candidates against all of them
+  levels    one launch per depth, programs over the candidates: each ranks its candidates against all of them
             (only the ~N ln N with (p+1)(r+1) <= N can be among the N best, see select_from_top_k)
-    order   the global pop order: each entry ranked against all depth * N entries
-    nodes   every node slot written by the entry that owns it (real node or padding)
+  order     the global pop order: each entry ranked against all depth * N entries
+  nodes     every node slot written by the entry that owns it (real node or padding)
 """
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ KERNEL_MAX_BUDGET = 1024  # above it the torch path (the top-K kernel holds N ke
 TOP_K_CHUNK = 1024  # vocabulary entries per program of the first top-K pass
 MERGE_WIDTH = 1024  # keys per program of a top-K merge
 TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, profile_round)
-RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 8, 512, 8  # selection: entries ranked per program, order step, warps (least)
-SYNC_STRIDE = 32  # int32 between the selection's counters (one 128-byte line each)
+RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 8, 512, 8  # selection: entries ranked per program, compared per step
 
 
 def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> TreeBatch:
@@ -146,44 +143,37 @@ def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budg
 
 
 def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> TreeBatch:
-    """select_from_top_k_ref in Triton (one launch for the batch), same trees bit for bit; top_logq NaN-free.
+    """select_from_top_k_ref in Triton (depth + 2 launches for the batch), same trees bit for bit; top_logq NaN-free.
 
     Per depth, candidate (p, r) = (p-th entry of the previous depth's list, r-th best token) can be among the
     budget best only if (p + 1)(r + 1) <= budget: every (p', r') <= (p, r) scores at least as high and comes first
-    on ties (lower parent position, then rank). A level program ranks RANK_BLOCK of those candidates against all
-    of them by (score desc, p*K + r asc) with exact float64 comparisons; every depth's list holds `budget` entries
-    (-inf past its candidates; depth 1's is the K best themselves). An order program ranks RANK_BLOCK entries of all
-    depths' lists by (score desc, depth-major position asc), as the reference's stable sorts do: ranks are a
-    permutation, so each node slot 1..budget is written by exactly one entry (by a nodes program), a real node when
-    its score is finite and padding otherwise.
-    The phases depend on each other (depth d's list needs depth d-1's, the order all lists, the nodes the order)
-    within one launch: a program takes a ticket (atomic counter) that picks its phase and block, phases in
-    dependency order, and waits for the phase before it to count all its programs done. A program only waits on
-    smaller tickets, programs that have started and wait on smaller tickets still, so they cannot deadlock (the
-    decoupled look-back of single-pass scans); Triton's interpreter runs programs in ticket order, never waiting.
+    on ties (lower parent position, then rank). The level kernel ranks just those candidates by (score desc,
+    p*K + r asc) with exact float64 comparisons; every depth's list holds `budget` entries (-inf past its
+    candidates). The order kernel ranks all depths' entries by (score desc, depth-major position asc), as the
+    reference's stable sorts do: ranks are a permutation, so each node slot 1..budget is written by exactly one
+    entry, a real node when its score is finite and padding otherwise.
     """
     batch, depth, k = top_logq.shape
     device = top_logq.device
     cand_parent, cand_rank = _candidates(budget, k, str(device))
     top_logq, top_tokens = top_logq.contiguous(), top_tokens.contiguous()
-    n, total, num_cand = budget + 1, depth * budget, len(cand_parent)
+    n, total = budget + 1, depth * budget
     level_score = torch.empty(batch, depth, budget, dtype=torch.float64, device=device)
     level_int = torch.empty(2, batch, depth, budget, dtype=torch.int32, device=device)  # parent position, rank
     node_of = torch.empty(batch, total, dtype=torch.int32, device=device)  # 1 + pop rank, 0 past the budget
     out_long = torch.empty(4, batch, n, dtype=torch.long, device=device)  # tokens, parents, depths, ranks
     logws = torch.empty(batch, n, dtype=torch.float64, device=device)
     n_nodes = torch.empty(batch, dtype=torch.long, device=device)
-    sync = torch.zeros((1 + batch * (depth + 1)) * SYNC_STRIDE, dtype=torch.int32, device=device)  # ticket, done
-    level_programs = triton.cdiv(num_cand, RANK_BLOCK)
-    order_programs = triton.cdiv(total, RANK_BLOCK)
-    c_pad = triton.next_power_of_2(num_cand)
-    programs = batch * (1 + (depth - 1) * level_programs + 2 * order_programs)
-    _select_kernel[(programs,)](
-        top_logq, top_tokens, cand_parent, cand_rank, sync, level_score, level_int, node_of, out_long, logws,
-        n_nodes, batch, depth, k, budget, num_cand, level_programs, order_programs, C_PAD=c_pad,
-        N_PAD=triton.next_power_of_2(budget), BLOCK=RANK_BLOCK, BLOCK_J=RANK_CHUNK,
-        ORDER_CHUNKS=triton.cdiv(total, RANK_CHUNK), SYNC=SYNC_STRIDE,
-        num_warps=max(RANK_WARPS, min(16, c_pad // 256)))
+    for d in range(depth):
+        num_cand = min(k, budget) if d == 0 else len(cand_parent)  # depth 1: the root's children only
+        _level_kernel[(batch, triton.cdiv(num_cand, RANK_BLOCK))](
+            top_logq, cand_parent, cand_rank, num_cand, level_score, level_int, d, batch, depth, k, budget,
+            BLOCK_C=RANK_BLOCK, BLOCK_J=RANK_CHUNK, num_warps=RANK_WARPS)
+    grid = (batch, triton.cdiv(total, RANK_BLOCK))
+    _order_kernel[grid](level_score, node_of, n_nodes, total, budget, BLOCK_E=RANK_BLOCK, BLOCK_J=RANK_CHUNK,
+                        num_warps=RANK_WARPS)
+    _nodes_kernel[grid](top_tokens, level_score, level_int, node_of, out_long, logws, n_nodes, batch, depth, k,
+                        budget, BLOCK_E=RANK_BLOCK)
     return TreeBatch(*out_long, logws, n_nodes)
 
 
@@ -255,143 +245,85 @@ def _ahead(score, index, j_score, j, j_ok):
 
 
 @triton.jit
-def _wait(done_ptr, programs):
-    """Until `programs` programs of a phase are done (acquire: their stores are visible after it)."""
-    seen = tl.atomic_add(done_ptr, 0, sem="acquire")
-    while seen < programs:
-        seen = tl.atomic_add(done_ptr, 0, sem="acquire")
+def _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, c, ok, d):
+    """Candidates c's scores: previous list[parent] (0 for depth 1's root) + this depth's log-prob[rank]."""
+    parent = tl.load(cand_parent_ptr + c, mask=ok, other=0)
+    rank = tl.load(cand_rank_ptr + c, mask=ok, other=0)
+    base = tl.load(prev + parent, mask=ok & (tl.zeros_like(c) + d > 0), other=0.0)
+    return base + tl.load(q + rank, mask=ok, other=float("-inf")), parent, rank
 
 
 @triton.jit
-def _done(done_ptr, count):
-    """The program's stores, by all its threads, then its phase's done count raised (release)."""
-    tl.debug_barrier()
-    tl.atomic_add(done_ptr, count, sem="release")
-
-
-@triton.jit
-def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, sync_ptr, level_score_ptr,
-                   level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, batch, depth, k, budget, num_cand,
-                   level_programs, order_programs, C_PAD: tl.constexpr, N_PAD: tl.constexpr, BLOCK: tl.constexpr,
-                   BLOCK_J: tl.constexpr, ORDER_CHUNKS: tl.constexpr, SYNC: tl.constexpr):
-    """Ticket -> phase: depth 1's list (a program per request), depths 2.. (level_programs per request and
-    depth), the order then the nodes (order_programs per request each). sync_ptr: the ticket counter, then per
-    request the done counts of its depths and of its order, SYNC int32 apart."""
-    ticket = tl.atomic_add(sync_ptr, 1)
-    done = sync_ptr + SYNC  # [batch, depth + 1] counters
-    levels = (depth - 1) * batch * level_programs
-    orders = batch * order_programs
-    if ticket < batch:
-        _first_level(top_logq_ptr, level_score_ptr, level_int_ptr, done + ticket * (depth + 1) * SYNC, ticket,
-                     batch, depth, k, budget, level_programs, N_PAD)
-    elif ticket < batch + levels:
-        u = ticket - batch
-        d = 1 + u // (batch * level_programs)
-        b = u // level_programs % batch
-        counters = done + (b * (depth + 1) + d) * SYNC
-        _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, level_score_ptr, level_int_ptr, counters - SYNC,
-               counters, b, d, u % level_programs, batch, depth, k, budget, num_cand, level_programs, C_PAD, BLOCK)
-    elif ticket < batch + levels + orders:
-        v = ticket - batch - levels
-        b = v // order_programs
-        counters = done + (b * (depth + 1) + depth) * SYNC
-        _order(level_score_ptr, node_of_ptr, n_nodes_ptr, counters - SYNC, counters, b, v % order_programs, depth,
-               budget, level_programs, BLOCK, BLOCK_J, ORDER_CHUNKS)
-    else:
-        w = ticket - batch - levels - orders
-        b = w // order_programs
-        _wait(done + (b * (depth + 1) + depth) * SYNC, order_programs)
-        _nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, b,
-               w % order_programs, batch, depth, k, budget, BLOCK)
-
-
-@triton.jit
-def _first_level(top_logq_ptr, level_score_ptr, level_int_ptr, done_ptr, b, batch, depth, k, budget,
-                 level_programs, N_PAD: tl.constexpr):
-    """Depth 1's list: the K best tokens (already in key order), -inf past them. Counts as a whole phase done."""
-    row = b.to(tl.int64) * depth
-    i = tl.arange(0, N_PAD)
-    ok, real = i < budget, i < k
-    ints = level_int_ptr + row * budget
-    tl.store(level_score_ptr + row * budget + i, tl.load(top_logq_ptr + row * k + i, mask=real,
-                                                         other=float("-inf")), mask=ok)
-    tl.store(ints + i, tl.zeros([N_PAD], tl.int32), mask=ok)
-    tl.store(ints + batch * depth * budget + i, tl.where(real, i, 0), mask=ok)
-    _done(done_ptr, level_programs)
-
-
-@triton.jit
-def _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, level_score_ptr, level_int_ptr, wait_ptr, done_ptr, b, d,
-           pc, batch, depth, k, budget, num_cand, level_programs, C_PAD: tl.constexpr, BLOCK: tl.constexpr):
-    """Depth d's list, candidates pc*BLOCK..: each at its rank among all candidates if that is below the budget.
-    wait_ptr, done_ptr: depth d-1's and depth d's done counts."""
+def _level_kernel(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, d,
+                  batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr):
+    """Depth d's list: the `budget` best candidates in key order, -inf past the candidates."""
+    b, pc = tl.program_id(0), tl.program_id(1)
     row = b.to(tl.int64) * depth + d
     q = top_logq_ptr + row * k
-    prev = level_score_ptr + (row - 1) * budget
-    j = tl.arange(0, C_PAD)  # all candidates, their parents and log-probs loaded before the wait
-    j_ok = j < num_cand
-    j_parent = tl.load(cand_parent_ptr + j, mask=j_ok, other=0)
-    j_logq = tl.load(q + tl.load(cand_rank_ptr + j, mask=j_ok, other=0), mask=j_ok, other=float("-inf"))
-    c = pc * BLOCK + tl.arange(0, BLOCK)  # this program's
+    prev = level_score_ptr + (row - 1) * budget  # read only for d > 0
+    c = pc * BLOCK_C + tl.arange(0, BLOCK_C)
     c_ok = c < num_cand
-    parent = tl.load(cand_parent_ptr + c, mask=c_ok, other=0)
-    rank = tl.load(cand_rank_ptr + c, mask=c_ok, other=0)
-    logq = tl.load(q + rank, mask=c_ok, other=float("-inf"))
-    _wait(wait_ptr, level_programs)
-    j_score = tl.load(prev + j_parent, mask=j_ok, other=0.0, cache_modifier=".cg") + j_logq
-    score = tl.load(prev + parent, mask=c_ok, other=0.0, cache_modifier=".cg") + logq
-    ahead = _ahead(score, c, j_score, j, j_ok)
+    score, parent, rank = _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, c, c_ok, d)
+    ahead = tl.zeros([BLOCK_C], dtype=tl.int32)
+    for j0 in range(0, num_cand, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
+        j_ok = j < num_cand
+        j_score, _, _ = _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, j, j_ok, d)
+        ahead += _ahead(score, c, j_score, j, j_ok)
     keep = c_ok & (ahead < budget)
+    out = level_score_ptr + row * budget
     ints = level_int_ptr + row * budget
-    tl.store(level_score_ptr + row * budget + ahead, score, mask=keep)
+    int_plane = batch * depth * budget
+    tl.store(out + ahead, score, mask=keep)
     tl.store(ints + ahead, parent, mask=keep)
-    tl.store(ints + batch * depth * budget + ahead, rank, mask=keep)
-    _done(done_ptr, 1)
+    tl.store(ints + int_plane + ahead, rank, mask=keep)
+    if pc == 0:  # entries past the candidates (a vocabulary smaller than the budget)
+        for i0 in range(num_cand, budget, BLOCK_C):
+            i = i0 + tl.arange(0, BLOCK_C)
+            tl.store(out + i, tl.full([BLOCK_C], float("-inf"), tl.float64), mask=i < budget)
+            tl.store(ints + i, tl.zeros([BLOCK_C], tl.int32), mask=i < budget)
+            tl.store(ints + int_plane + i, tl.zeros([BLOCK_C], tl.int32), mask=i < budget)
 
 
 @triton.jit
-def _order(level_score_ptr, node_of_ptr, n_nodes_ptr, wait_ptr, done_ptr, b, pe, depth, budget, level_programs,
-           BLOCK: tl.constexpr, BLOCK_J: tl.constexpr, ORDER_CHUNKS: tl.constexpr):
+def _order_kernel(level_score_ptr, node_of_ptr, n_nodes_ptr, total, budget, BLOCK_E: tl.constexpr,
+                  BLOCK_J: tl.constexpr):
     """node_of[e] = 1 + the global pop rank of entry e (depth-major over the lists) if it is among the budget
-    first, else 0; n_nodes starts at 1 (the root) for the nodes programs to raise. wait_ptr, done_ptr: the last
-    depth's and the order's done counts."""
-    total = depth * budget
+    first, else 0; n_nodes starts at 1 (the root) for the nodes kernel to raise."""
+    b, pe = tl.program_id(0), tl.program_id(1)
     scores = level_score_ptr + b.to(tl.int64) * total
-    e = pe * BLOCK + tl.arange(0, BLOCK)
+    e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
     e_ok = e < total
-    _wait(wait_ptr, level_programs)
-    score = tl.load(scores + e, mask=e_ok, other=float("-inf"), cache_modifier=".cg")
-    ahead = tl.zeros([BLOCK], dtype=tl.int32)
-    for chunk in tl.static_range(ORDER_CHUNKS):  # unrolled: the chunks' loads all in flight
-        j = chunk * BLOCK_J + tl.arange(0, BLOCK_J)
+    score = tl.load(scores + e, mask=e_ok, other=float("-inf"))
+    ahead = tl.zeros([BLOCK_E], dtype=tl.int32)
+    for j0 in range(0, total, BLOCK_J):
+        j = j0 + tl.arange(0, BLOCK_J)
         j_ok = j < total
-        j_score = tl.load(scores + j, mask=j_ok, other=float("-inf"), cache_modifier=".cg")
-        ahead += _ahead(score, e, j_score, j, j_ok)
+        ahead += _ahead(score, e, tl.load(scores + j, mask=j_ok, other=float("-inf")), j, j_ok)
     tl.store(node_of_ptr + b.to(tl.int64) * total + e, tl.where(ahead < budget, ahead + 1, 0), mask=e_ok)
     if pe == 0:
         tl.store(n_nodes_ptr + b, 1)
-    _done(done_ptr, 1)
 
 
 @triton.jit
-def _nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, b, pe,
-           batch, depth, k, budget, BLOCK: tl.constexpr):
+def _nodes_kernel(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
+                  batch, depth, k, budget, BLOCK_E: tl.constexpr):
     """Node slot node_of[e] from entry e: its fields if its score is finite, padding otherwise; the root."""
+    b, pe = tl.program_id(0), tl.program_id(1)
     total = depth * budget
     n = budget + 1
     plane = batch * n  # out_ptr planes: tokens, parents, depths, ranks
     base = b.to(tl.int64) * total
-    e = pe * BLOCK + tl.arange(0, BLOCK)
+    e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
     e_ok = e < total
-    node = tl.load(node_of_ptr + base + e, mask=e_ok, other=0, cache_modifier=".cg")
+    node = tl.load(node_of_ptr + base + e, mask=e_ok, other=0)
     owner = node > 0
-    score = tl.load(level_score_ptr + base + e, mask=owner, other=float("-inf"), cache_modifier=".cg")
+    score = tl.load(level_score_ptr + base + e, mask=owner, other=float("-inf"))
     real = owner & (score > float("-inf"))
     level = e // budget
-    parent_pos = tl.load(level_int_ptr + base + e, mask=real, other=0, cache_modifier=".cg")
-    rank = tl.load(level_int_ptr + batch * total + base + e, mask=real, other=0, cache_modifier=".cg")
-    parent = tl.load(node_of_ptr + base + (level - 1) * budget + parent_pos, mask=real & (level > 0), other=0,
-                     cache_modifier=".cg")
+    parent_pos = tl.load(level_int_ptr + base + e, mask=real, other=0)
+    rank = tl.load(level_int_ptr + batch * total + base + e, mask=real, other=0)
+    parent = tl.load(node_of_ptr + base + (level - 1) * budget + parent_pos, mask=real & (level > 0), other=0)
     token = tl.load(top_tokens_ptr + (b.to(tl.int64) * depth + level) * k + rank, mask=real, other=-1)
     at = out_ptr + b * n + node
     tl.store(at, tl.where(real, token, -1), mask=owner)

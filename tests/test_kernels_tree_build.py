@@ -129,17 +129,3 @@ def test_selection_kernel_at_a_real_depth_and_budget():
     got, want = select_from_top_k(*top, 64), select_from_top_k_ref(*top, 64)
     assert all(torch.equal(a, b) for a, b in zip(got, want)) and got.n_nodes.tolist() == [65, 65]
 
-
-@pytest.mark.parametrize("depth, vocab", [(1, 300), (3, 40)])
-def test_selection_kernel_at_budget_256(depth, vocab):
-    """The bench's budget, in the one-launch selection's phases: depth 1 alone (no level programs) and a vocabulary
-    below the budget; a batch of three rows: random, exact ties, half the tokens at -inf."""
-    g = torch.Generator().manual_seed(depth)
-    logits = torch.randn(3, depth, vocab, generator=g) * 3
-    logits[1] = logits[1].round()
-    logits[2] = logits[2].masked_fill(torch.rand(depth, vocab, generator=g) < 0.5, -math.inf)
-    logits[2, :, 0] = 0.0
-    top = _top_k(logits.to(DEVICE), 256)
-    got, want = select_from_top_k(*top, 256), select_from_top_k_ref(*top, 256)
-    for field, a, b in zip(got._fields, got, want):
-        assert torch.equal(a, b), field
