@@ -90,21 +90,14 @@ def _norm_rope_cache_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, 
     live = h < heads + kv_heads
     src = qkv_ptr + i * width + h * D + half
     x1, x2 = tl.load(src, mask=live, other=0.0), tl.load(src + HALF, mask=live, other=0.0)  # the head's halves
-    dtype = x1.dtype
     y1, y2 = x1.to(tl.float32), x2.to(tl.float32)
+    w1, w2 = y1, y2  # not read without NORM
     if NORM:
         query = h < heads
         w1 = tl.where(query, tl.load(qw_ptr + half), tl.load(kw_ptr + half)).to(tl.float32)
         w2 = tl.where(query, tl.load(qw_ptr + HALF + half), tl.load(kw_ptr + HALF + half)).to(tl.float32)
-        scale = 1.0 / tl.sqrt((tl.sum(y1 * y1, axis=1) + tl.sum(y2 * y2, axis=1)) / D + eps)[:, None]
-        y1 = (w1 * (y1 * scale).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
-        y2 = (w2 * (y2 * scale).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
-    pos = tl.load(pos_ptr + i)
-    table = pos * stride_cos + half
-    c1, c2 = tl.load(cos_ptr + table).to(tl.float32), tl.load(cos_ptr + table + HALF).to(tl.float32)
-    s1, s2 = tl.load(sin_ptr + table).to(tl.float32), tl.load(sin_ptr + table + HALF).to(tl.float32)
-    out1 = ((y1 * c1).to(dtype).to(tl.float32) + (-y2 * s1).to(dtype).to(tl.float32)).to(dtype)
-    out2 = ((y2 * c2).to(dtype).to(tl.float32) + (y1 * s2).to(dtype).to(tl.float32)).to(dtype)
+    table = tl.load(pos_ptr + i) * stride_cos + half
+    out1, out2 = rope_halves(y1, y2, w1, w2, cos_ptr + table, sin_ptr + table, eps, x1.dtype, D, HALF, NORM)
     dst = q_ptr + (i * heads + h) * D + half
     tl.store(dst, out1, mask=h < heads)
     tl.store(dst + HALF, out2, mask=h < heads)
@@ -120,3 +113,20 @@ def _norm_rope_cache_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, 
     v_dst = v_ptr + slot * stride_vs + kh * stride_vh + at * stride_vl + half
     tl.store(v_dst, tl.load(v_src, mask=values), mask=values)
     tl.store(v_dst + HALF, tl.load(v_src + HALF, mask=values), mask=values)
+
+
+@triton.jit
+def rope_halves(y1, y2, w1, w2, cos_row, sin_row, eps, dtype, D: tl.constexpr, HALF: tl.constexpr,
+                NORM: tl.constexpr):
+    """The per-head norm (NORM, weights w1, w2 float32) and rotate-half RoPE of heads given as their two halves
+    `y1, y2  # [heads, cols]` float32 holding dtype values; cos_row / sin_row point at the table row plus the
+    columns (the second half at + HALF). -> (out1, out2) in dtype, every rounding step of norm_rope_cache_ref."""
+    if NORM:
+        scale = 1.0 / tl.sqrt((tl.sum(y1 * y1, axis=1) + tl.sum(y2 * y2, axis=1)) / D + eps)[:, None]
+        y1 = (w1 * (y1 * scale).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
+        y2 = (w2 * (y2 * scale).to(dtype).to(tl.float32)).to(dtype).to(tl.float32)
+    c1, c2 = tl.load(cos_row).to(tl.float32), tl.load(cos_row + HALF).to(tl.float32)
+    s1, s2 = tl.load(sin_row).to(tl.float32), tl.load(sin_row + HALF).to(tl.float32)
+    out1 = ((y1 * c1).to(dtype).to(tl.float32) + (-y2 * s1).to(dtype).to(tl.float32)).to(dtype)
+    out2 = ((y2 * c2).to(dtype).to(tl.float32) + (y1 * s2).to(dtype).to(tl.float32)).to(dtype)
+    return out1, out2

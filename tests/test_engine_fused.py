@@ -75,6 +75,53 @@ def test_fused_forward_matches_the_modules_forward(arch):
         assert ref_err > 0 and got_err <= 2 * ref_err + 1e-3 * scale, (name, float(got_err), float(ref_err))
 
 
+def _decode_step(model, decode_rows, layer_ids, rows=1, device="cpu"):
+    """Prefill three requests, then one forward of `rows` chain rows each with the decoder's decode_rows set
+    (None: the modules' forward) -> (logits, features, cache, whether the decode kernels ran)."""
+    dec = NativeDecoder(model, batch_size=len(PROMPT_LENS), max_len=64, layer_ids=layer_ids,
+                        attention="torch" if device == "cpu" else "triton", fused=decode_rows is not None)
+    for b, n in enumerate(PROMPT_LENS):
+        pos = torch.arange(n, device=device)
+        dec.forward(torch.arange(3, 3 + n, device=device)[None], pos[None], (pos - 1)[None], request=b)
+        dec.commit(pos[None], torch.tensor([n]), request=b)
+    if decode_rows is not None:
+        dec.decode_rows = decode_rows
+    ran, decode = [], dec._forward_decode
+    dec._forward_decode = lambda *a: ran.append(1) or decode(*a)
+    lens = torch.tensor(PROMPT_LENS, device=device)
+    ids = torch.arange(7, 7 + len(lens) * rows, device=device).view(len(lens), rows)
+    positions = lens[:, None] + torch.arange(rows, device=device)
+    parents = torch.arange(-1, rows - 1, device=device).expand(len(lens), -1)
+    logits, features = dec.forward(ids, positions, parents)
+    return logits, features, dec.kv.float(), bool(ran)
+
+
+@pytest.mark.parametrize("arch, device", [("llama", "cpu"), ("qwen3", "cpu"),
+                                          pytest.param("llama", "cuda", marks=pytest.mark.gpu),
+                                          pytest.param("qwen3", "cuda", marks=pytest.mark.gpu)])
+def test_decode_forward_matches_the_fused_and_module_forwards(arch, device):
+    """Decode-sized forwards (ddtree.kernels.decode_linear: norms, SwiGLU, RoPE + cache write, residual adds inside
+    the projections) give the modules' logits, features and cache: float32 to rounding, bfloat16 as close to the
+    float32 result as the modules' own bfloat16 forward. The cuBLAS fused path takes them with decode_rows 0."""
+    model = tiny_target(arch, seed=5).to(device)
+    layer_ids = [0, 1]  # the last layer's features come after the final norm
+    tol = 2e-5 if device == "cpu" else 1e-4  # TF32-free CUDA float32 still sums in another order
+    for rows in (1, 2):
+        oracle = _decode_step(model, None, layer_ids, rows, device)
+        decoded = _decode_step(model, len(PROMPT_LENS) * rows, layer_ids, rows, device)
+        assert decoded[3] and not oracle[3] and not _decode_step(model, 0, layer_ids, rows, device)[3]
+        for got, want in zip(decoded[:3], oracle[:3]):
+            torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+    oracle = _decode_step(model.to(torch.bfloat16).float(), None, layer_ids, 1, device)  # f32, bf16 weights
+    model = model.to(torch.bfloat16)
+    reference, decoded = (_decode_step(model, None, layer_ids, 1, device),
+                          _decode_step(model, 3, layer_ids, 1, device))
+    for name, ref, got, want in zip(("logits", "features", "cache"), reference, decoded, oracle):
+        ref_err, got_err = (ref.float() - want).abs().max(), (got.float() - want).abs().max()
+        ulp = 2 ** -7 * want.abs().max()  # bfloat16's spacing at the values' scale
+        assert ref_err > 0 and got_err <= max(2 * ref_err, 2 * ulp), (name, float(got_err), float(ref_err))
+
+
 def test_fused_native_sessions_give_the_reference_tokens():
     """The fused target and drafter on the native engine (interpreter) decode the Hugging Face path's tokens and
     trees, for a Llama and a Qwen3 target."""
@@ -143,6 +190,8 @@ def _cuda_round(model, fused):
 def test_fused_engine_with_cuda_graphs_decodes_the_unfused_tokens_on_gpu():
     pair = tiny_random_pair(3, device="cuda")
     prompts = ["first prompt", "a second, longer prompt", "3"]
-    want = Session(pair, prompts, budget=10, fused=False).run(24, stop_on_eos=False)
-    got = Session(pair, prompts, budget=10, fused=True, cuda_graphs=True, record=False).run(24, stop_on_eos=False)
-    assert [g.tokens for g in got] == [g.tokens for g in want]
+    for method in ("ddtree", "ar"):  # tree rows through cuBLAS; autoregressive steps through the decode kernels
+        want = Session(pair, prompts, method=method, budget=10, fused=False).run(24, stop_on_eos=False)
+        got = Session(pair, prompts, method=method, budget=10, fused=True, cuda_graphs=True,
+                      record=False).run(24, stop_on_eos=False)
+        assert [g.tokens for g in got] == [g.tokens for g in want], method

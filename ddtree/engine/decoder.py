@@ -13,7 +13,10 @@ one q/k/v projection (weights concatenated once, at construction), q/k norms (Qw
 K/V cache write in one launch (ddtree.kernels.rope: RoPE at the row's position seq_len + depth, the write at its
 cache row seq_len + i), attention, o_proj, RMSNorm with the residual add, one gate/up projection, SwiGLU
 (ddtree.kernels.swiglu), down_proj. RoPE comes from cos/sin tables built once from the model's own rotary
-embedding (rope scaling included).
+embedding (rope scaling included). A fused forward of at most `decode_rows` rows (an autoregressive step of one
+request: ddtree.kernels.decode_linear.DECODE_ROWS) is 5 launches a layer instead: the norms, SwiGLU, RoPE + cache
+write and the residual adds inside the projections' own kernels (H200: 0.93 -> 0.68 ms a forward,
+bench/results/decode_linear_h200.md); the cuBLAS layer stays faster for more rows.
 
 Bit-exact mode (`exact=True`): the fused forward with every matmul through ddtree.kernels.matmul.linear (one tiling
 for every row count) and attention through ddtree.kernels.tree_attention_exact (each row's keys in position order,
@@ -122,6 +125,8 @@ class NativeDecoder:
         if fused and why_not:
             raise ValueError(f"fused=True is not available for this target: {why_not}")
         self.fused = (self.device.type == "cuda" and not why_not) if fused is None else bool(fused)
+        from ddtree.kernels.decode_linear import DECODE_ROWS
+        self.decode_rows = DECODE_ROWS if self.fused and not self.exact else 0  # see _forward_decode
         if self.fused:
             with torch.no_grad():
                 self.fused_layers = [_fused_layer(layer) for layer in self.model.layers]
@@ -175,6 +180,8 @@ class NativeDecoder:
     def forward_visible(self, input_ids, positions, visible, slots=slice(None)):
         """forward() with the visibility already built (see visibility); no checks, and with Triton attention no
         host synchronisation, so it can be captured in a CUDA graph."""
+        if input_ids.numel() <= self.decode_rows:
+            return self._forward_decode(input_ids, positions, visible, slots)
         if self.fused:
             return self._forward_fused(input_ids, positions, visible, slots)
         rows = input_ids.shape[1]
@@ -228,6 +235,37 @@ class NativeDecoder:
         feats = [outputs[i] for i in self.layer_ids]
         feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
         return project(self.lm_head, out).float(), feats
+
+    def _forward_decode(self, input_ids, positions, visible, slots):
+        """_forward_fused for forwards of at most decode_rows rows (batch x rows): 5 launches a layer, the norms,
+        SwiGLU, RoPE + cache write and residual adds inside the projections (ddtree.kernels.decode_linear)."""
+        from ddtree.kernels.decode_linear import decode_linear, decode_qkv
+        batch, rows = input_ids.shape
+        seq_lens = self.seq_lens[slots]  # [b]
+        write_at = (seq_lens[:, None] + self.offsets[:rows]).flatten()  # [b*Q]
+        lens = seq_lens.to(torch.int32) if self.attention == "triton" else seq_lens
+        hidden = self.model.embed_tokens(input_ids).flatten(0, 1)  # [b*Q, H] the residual stream
+        outputs = {}
+        for i, (layer, w) in enumerate(zip(self.model.layers, self.fused_layers)):
+            k_cache, v_cache = self.k[i][slots], self.v[i][slots]
+            norm1, norm2 = layer.input_layernorm, layer.post_attention_layernorm
+            q = decode_qkv(hidden, w.qkv, w.qkv_bias, norm1.weight, _eps(norm1), w.q_norm, w.k_norm, w.eps,
+                           self.cos, self.sin, positions.flatten(), k_cache, v_cache, rows, write_at)
+            out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, lens, visible)
+            o_proj, down = layer.self_attn.o_proj, layer.mlp.down_proj
+            hidden = decode_linear(out.reshape(batch * rows, -1), o_proj.weight, bias=o_proj.bias, residual=hidden)
+            act = decode_linear(hidden, w.gate_up, bias=w.gate_up_bias, norm_weight=norm2.weight, eps=_eps(norm2),
+                                gated=True)
+            hidden = decode_linear(act, down.weight, bias=down.bias, residual=hidden)
+            outputs[i] = hidden.view(batch, rows, -1)
+        last, norm = len(self.model.layers) - 1, self.model.norm
+        if last in self.layer_ids:  # the last layer's entry is after the final norm, as in HF
+            outputs[last] = kernel_rms_norm(norm, outputs[last])
+        feats = [outputs[i] for i in self.layer_ids]
+        feats = torch.cat(feats, dim=-1) if feats else hidden.new_zeros(batch, rows, 0)
+        logits = decode_linear(hidden, self.lm_head.weight, bias=self.lm_head.bias, norm_weight=norm.weight,
+                               eps=_eps(norm))
+        return logits.view(batch, rows, -1).float(), feats
 
     def _attention(self, layer, k_cache, v_cache, x, cos, sin, write_at, seq_lens, visible):
         """k_cache, v_cache  # [b, Hkv, max_len, D] views of this layer's cache for the requests in the forward."""
@@ -337,8 +375,11 @@ def rms_norm(module, x, residual=None):
 def kernel_rms_norm(module, x, residual=None):
     """rms_norm through ddtree.kernels.rms_norm on any device (in Triton's interpreter on a CPU)."""
     from ddtree.kernels.rmsnorm import rms_norm as kernel
-    eps = module.variance_epsilon if hasattr(module, "variance_epsilon") else module.eps
-    return kernel(x, module.weight, eps, residual)
+    return kernel(x, module.weight, _eps(module), residual)
+
+
+def _eps(norm_module) -> float:
+    return norm_module.variance_epsilon if hasattr(norm_module, "variance_epsilon") else norm_module.eps
 
 
 def fused_unsupported(hf_model) -> str:
