@@ -17,26 +17,12 @@ import torch
 
 import ddtree.kernels.decode_linear as dl
 from ddtree.engine.decoder import NativeDecoder
+from ddtree.engine.device_round import seconds_per_call
 from ddtree.models import load_default_pair
 
 
 def graphed_ms(fn, replays: int) -> float:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / replays
+    return seconds_per_call(fn, True, replays, torch.device("cuda")) * 1e3
 
 
 def forward(decoder: NativeDecoder, batch: int, rows: int, context: int, decode: bool):

@@ -198,9 +198,7 @@ class NativeDecoder:
             outputs[i] = hidden
         out = rms_norm(self.model.norm, hidden)
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
-        feats = [outputs[i] for i in self.layer_ids]
-        feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
-        return self.lm_head(out).float(), feats
+        return self.lm_head(out).float(), self._features(outputs, out)
 
     def _forward_fused(self, input_ids, positions, visible, slots):
         """forward_visible through the fused kernels (module docstring): same outputs within rounding."""
@@ -232,9 +230,7 @@ class NativeDecoder:
             delta = delta.view_as(hidden)
         out = norm(self.model.norm, delta, residual=hidden)[0]
         outputs[len(self.model.layers) - 1] = out  # the last layer's entry is after the final norm, as in HF
-        feats = [outputs[i] for i in self.layer_ids]
-        feats = torch.cat(feats, dim=-1) if feats else out.new_zeros(*out.shape[:2], 0)
-        return project(self.lm_head, out).float(), feats
+        return project(self.lm_head, out).float(), self._features(outputs, out)
 
     def _forward_decode(self, input_ids, positions, visible, slots):
         """_forward_fused for forwards of at most decode_rows rows (batch x rows): 5 launches a layer, the norms,
@@ -261,11 +257,14 @@ class NativeDecoder:
         last, norm = len(self.model.layers) - 1, self.model.norm
         if last in self.layer_ids:  # the last layer's entry is after the final norm, as in HF
             outputs[last] = kernel_rms_norm(norm, outputs[last])
-        feats = [outputs[i] for i in self.layer_ids]
-        feats = torch.cat(feats, dim=-1) if feats else hidden.new_zeros(batch, rows, 0)
         logits = decode_linear(hidden, self.lm_head.weight, bias=self.lm_head.bias, norm_weight=norm.weight,
                                eps=_eps(norm))
-        return logits.view(batch, rows, -1).float(), feats
+        return logits.view(batch, rows, -1).float(), self._features(outputs, outputs[last])
+
+    def _features(self, outputs: dict, like: torch.Tensor) -> torch.Tensor:
+        """The layer_ids entries of `outputs` (layer -> [b, Q, H]) side by side  # [b, Q, len(layer_ids) * H]."""
+        feats = [outputs[i] for i in self.layer_ids]
+        return torch.cat(feats, dim=-1) if feats else like.new_zeros(*like.shape[:2], 0)
 
     def _attention(self, layer, k_cache, v_cache, x, cos, sin, write_at, seq_lens, visible):
         """k_cache, v_cache  # [b, Hkv, max_len, D] views of this layer's cache for the requests in the forward."""

@@ -311,12 +311,14 @@ def measure_verify_costs(decoder, budgets, *, cuda_graphs: bool, repeats: int = 
         ids = torch.zeros(len(seq_lens), rows, dtype=torch.long, device=decoder.device)  # [B, Q] a chain
         positions = seq_lens[:, None] + offsets
         visible = decoder.visibility((offsets - 1).expand(len(seq_lens), -1), seq_lens)
-        out.append(_seconds_per_call(lambda: decoder.forward_visible(ids, positions, visible), cuda_graphs, repeats,
+        out.append(seconds_per_call(lambda: decoder.forward_visible(ids, positions, visible), cuda_graphs, repeats,
                                      decoder.device))
     return tuple(out)
 
 
-def _seconds_per_call(fn, cuda_graphs: bool, repeats: int, device) -> float:
+def seconds_per_call(fn, cuda_graphs: bool, repeats: int, device) -> float:
+    """Mean seconds of `fn` over `repeats` calls after a warm-up: replays of its CUDA graph (cuda_graphs) timed by
+    CUDA events on a GPU, the wall clock elsewhere."""
     if device.type != "cuda":
         fn()  # warm-up
         t0 = time.perf_counter()
