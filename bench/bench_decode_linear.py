@@ -1,9 +1,11 @@
 """The target's decode forward (ddtree.kernels.decode_linear, 5 launches a layer) against the fused forward with cuBLAS
 matmuls (9 launches a layer), side by side in one run on the embedded target (CUDA, CUDA-graph replays).
 
-For each (batch, rows) with batch x rows <= --max-rows: ms per target forward of both paths at a context of --context
-tokens (mean of --replays replays), their ratio, and the largest logit difference between them over the logits'
-scale. --sweep also tries the kernels' launch settings (BLOCK_N, BK, NUM_WARPS) at one row.
+For each (batch, rows) of --shapes: ms per target forward of the cuBLAS path and (batch x rows <= --max-rows) of the
+decode path at a context of --context tokens (mean of --replays replays), their ratio, and the largest logit
+difference between them over the logits' scale; --pdl also times the decode path with programmatic dependent launch
+off (ddtree.kernels.launch).
+--sweep also tries the kernels' launch settings at 1, 4 and 33 rows.
 Writes <out>/decode_linear.md and .json.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import torch
 
 import ddtree.kernels.decode_linear as dl
+from ddtree.kernels import launch
 from ddtree.engine.decoder import NativeDecoder
 from ddtree.engine.device_round import seconds_per_call
 from ddtree.models import load_default_pair
@@ -39,53 +42,76 @@ def forward(decoder: NativeDecoder, batch: int, rows: int, context: int, decode:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-rows", type=int, default=8)
+    parser.add_argument("--shapes", default="1x1,1x2,2x1,1x4,4x1,1x8,2x4,1x16,1x33,2x33,1x65,4x33,1x129",
+                        help="batch x rows per request, comma-separated")
+    parser.add_argument("--max-rows", type=int, default=130, help="the decode path only up to batch x rows")
     parser.add_argument("--context", type=int, default=200)
     parser.add_argument("--replays", type=int, default=200)
+    parser.add_argument("--pdl", action="store_true", help="also time the decode path with PDL off (launch.PDL)")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
+    shapes = [tuple(int(n) for n in s.split("x")) for s in args.shapes.split(",")]
     pair = load_default_pair(device="cuda")
     target = pair.target
-    decoder = NativeDecoder(target, batch_size=4, max_len=args.context + 64, layer_ids=pair.target_layer_ids)
+    decoder = NativeDecoder(target, batch_size=max(b for b, _ in shapes),
+                            max_len=args.context + max(r for _, r in shapes), layer_ids=pair.target_layer_ids)
     rows_out = []
-    for batch, rows in itertools.product((1, 2, 4), (1, 2, 4, 8)):
-        if batch * rows > args.max_rows:
-            continue
-        results = {}
-        for decode in (False, True):
-            fn = forward(decoder, batch, rows, args.context, decode)
-            ms = graphed_ms(fn, args.replays)
-            decoder.seq_lens.fill_(args.context)
-            results[decode] = (ms, fn()[0])
-        (ms_old, want), (ms_new, got) = results[False], results[True]
-        err = ((got - want).abs().max() / want.abs().max()).item()
-        rows_out.append(dict(batch=batch, rows=rows, cublas_ms=round(ms_old, 4), decode_ms=round(ms_new, 4),
-                             speedup=round(ms_old / ms_new, 3), logit_err=float(f"{err:.2e}")))
-        print(rows_out[-1], flush=True)
+    for batch, rows in shapes:
+        row = dict(batch=batch, rows=rows)
+        logits = {}
+        for decode in (False, True) if batch * rows <= args.max_rows else (False,):
+            for pdl in (True, False) if args.pdl and decode else (launch.PDL,):  # PDL: decode only
+                saved, launch.PDL = launch.PDL, pdl
+                fn = forward(decoder, batch, rows, args.context, decode)
+                name = ("decode" if decode else "cublas") + ("" if pdl else "_nopdl")
+                row[f"{name}_ms"] = round(graphed_ms(fn, args.replays), 4)
+                decoder.seq_lens.fill_(args.context)
+                logits[decode] = fn()[0]
+                launch.PDL = saved
+        if True in logits:
+            row["speedup"] = round(row["cublas_ms"] / row["decode_ms"], 3)
+            want = logits[False]
+            row["logit_err"] = float(f"{((logits[True] - want).abs().max() / want.abs().max()).item():.2e}")
+        rows_out.append(row)
+        print(row, flush=True)
     sweep = []
-    if args.sweep:
-        default = (dl.BLOCK_N, dl.BK, dl.NUM_WARPS)
-        for setting in itertools.product((4, 8, 16, 32), (64, 128, 256), (2, 4, 8)):
-            dl.BLOCK_N, dl.BK, dl.NUM_WARPS = setting
-            ms = graphed_ms(forward(decoder, 1, 1, args.context, True), args.replays)
-            sweep.append(dict(BLOCK_N=setting[0], BK=setting[1], NUM_WARPS=setting[2], decode_ms=round(ms, 4)))
-            print(sweep[-1], flush=True)
-        dl.BLOCK_N, dl.BK, dl.NUM_WARPS = default
+    if args.sweep:  # one row: the float32 sums' settings; 4 rows: sums or tiles; 33 rows (DDTree-32): tiles
+        grids = [(1, ("BLOCK_N", "BK", "NUM_WARPS"), itertools.product((4, 8), (64, 128), (4, 8))),
+                 (4, ("DOT_ROWS",), ((4,), (5,))),
+                 (33, ("DOT_BLOCK_M", "DOT_BLOCK_N", "DOT_WARPS", "BK"),
+                  itertools.product((16, 32, 64), (16, 32), (4, 8), (64, 128)))]
+        for rows, names, settings in grids:
+            default = [getattr(dl, name) for name in names]
+            for setting in settings:
+                for name, value in zip(names, setting):
+                    setattr(dl, name, value)
+                ms = graphed_ms(forward(decoder, 1, rows, args.context, True), args.replays)
+                sweep.append(dict(rows=rows, **dict(zip(names, setting)), decode_ms=round(ms, 4)))
+                print(sweep[-1], flush=True)
+            for name, value in zip(names, default):
+                setattr(dl, name, value)
     device = torch.cuda.get_device_name()
+    columns = [c for c in ("cublas_ms", "decode_nopdl_ms", "decode_ms", "speedup", "logit_err")
+               if any(c in r for r in rows_out)]
     lines = [f"# Decode forward vs the cuBLAS fused forward ({device}, torch {torch.__version__}, {target.dtype}, "
              f"context {args.context}, `python3 -P bench/bench_decode_linear.py"
-             f"{' --sweep' if args.sweep else ''}`)", "",
-             f"ms per target forward, CUDA-graph replays (mean of {args.replays}); logit_err: max |difference| over "
-             "the logits' scale; decode kernels' settings BLOCK_N, BK, NUM_WARPS = "
-             f"{dl.BLOCK_N}, {dl.BK}, {dl.NUM_WARPS}.", "",
-             "| batch | rows | cuBLAS fused ms | decode ms | speed-up | logit_err |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['batch']} | {r['rows']} | {r['cublas_ms']} | {r['decode_ms']} | {r['speedup']}x | "
-              f"{r['logit_err']} |" for r in rows_out]
-    if sweep:
-        lines += ["", "Launch settings, batch 1 x 1 row:", "", "| BLOCK_N | BK | NUM_WARPS | decode ms |",
-                  "|---|---|---|---|"]
-        lines += [f"| {s['BLOCK_N']} | {s['BK']} | {s['NUM_WARPS']} | {s['decode_ms']} |" for s in sweep]
+             f"{' --pdl' if args.pdl else ''}{' --sweep' if args.sweep else ''}`)", "",
+             f"ms per target forward, CUDA-graph replays (mean of {args.replays}); decode_nopdl: the same launches "
+             f"without programmatic dependent launch (ddtree.kernels.launch); speedup: cuBLAS fused over decode; "
+             f"logit_err: "
+             f"max |difference| over the logits' scale; decode kernels' settings BLOCK_N, BK, NUM_WARPS = "
+             f"{dl.BLOCK_N}, {dl.BK}, {dl.NUM_WARPS}; DOT_ROWS, DOT_BLOCK_M, DOT_BLOCK_N, DOT_WARPS = "
+             f"{dl.DOT_ROWS}, {dl.DOT_BLOCK_M}, {dl.DOT_BLOCK_N}, {dl.DOT_WARPS}.", "",
+             "| batch | rows | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    lines += [f"| {r['batch']} | {r['rows']} | " + " | ".join(str(r.get(c, "")) for c in columns) + " |"
+              for r in rows_out]
+    for rows in sorted({r["rows"] for r in sweep}):
+        names = [k for k in sweep[[r["rows"] for r in sweep].index(rows)] if k not in ("rows", "decode_ms")]
+        lines += ["", f"Launch settings, batch 1 x {rows} rows:", "", "| " + " | ".join(names) + " | decode ms |",
+                  "|" + "---|" * (len(names) + 1)]
+        lines += ["| " + " | ".join(str(r[k]) for k in names) + f" | {r['decode_ms']} |" for r in sweep
+                  if r["rows"] == rows]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode_linear.md").write_text("\n".join(lines) + "\n")

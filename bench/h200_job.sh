@@ -9,7 +9,7 @@
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
 #   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
 #   e2eoverlap      bench_e2e.py --compare-overlap, 2 prompts a set, budgets 32 128 auto -> $OUT/overlap/e2e_cuda.*
-#   decode          bench_decode_linear.py --sweep: the decode kernels' target forward vs the cuBLAS fused one
+#   decode          bench_decode_linear.py --pdl --sweep: the decode kernels' target forward vs the cuBLAS fused one, PDL on/off
 #                                                                           -> $OUT/decode_linear.md
 #   treeprofile     profile_tree_build.py --sweep: graphed tree stage per budget, kernels, launch settings
 #                                                                           -> $OUT/tree_build_profile.md
@@ -43,7 +43,7 @@ for step in "$@"; do
              --out "$OUT/exact_cost" 2>&1 | tail -14 ;;
     e2eoverlap) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --compare-overlap --prompts 2 --budgets 32 128 auto \
                   --out "$OUT/overlap" 2>&1 | tail -10 ;;
-    decode) timeout 300 python3 -P bench/bench_decode_linear.py --sweep --out "$OUT" 2>&1 | tail -50 ;;
+    decode) timeout 450 python3 -P bench/bench_decode_linear.py --pdl --sweep --out "$OUT" 2>&1 | tail -90 ;;
     treeprofile) timeout 300 python3 -P bench/profile_tree_build.py --sweep --out "$OUT" 2>&1 | tail -60 ;;
     e2equick) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --prompts 4 --budgets 16 32 64 128 auto \
                 ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} \

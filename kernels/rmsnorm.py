@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from ddtree.kernels._checks import check_same_device, check_tensor
+from ddtree.kernels.launch import launch_options, wait_for_inputs
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None):
@@ -30,7 +31,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
     out = torch.empty(rows.shape, dtype=torch.result_type(weight, x), device=x.device)
     if residual is None:
         _rms_norm_kernel[(rows.shape[0],)](rows, rows, rows, weight, out, size, rows.stride(0), 0, float(eps),
-                                           BLOCK=triton.next_power_of_2(size), RESIDUAL=False)
+                                           BLOCK=triton.next_power_of_2(size), RESIDUAL=False,
+                                           **launch_options(x.device))
         return out.view(x.shape)
     if not isinstance(residual, torch.Tensor) or residual.shape != x.shape or residual.dtype != x.dtype:
         raise ValueError(f"residual must be a tensor like x {tuple(x.shape)} {x.dtype}, got "
@@ -40,7 +42,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
         res = res.contiguous()
     total = torch.empty(rows.shape, dtype=x.dtype, device=x.device)
     _rms_norm_kernel[(rows.shape[0],)](rows, res, total, weight, out, size, rows.stride(0), res.stride(0), float(eps),
-                                       BLOCK=triton.next_power_of_2(size), RESIDUAL=True)
+                                       BLOCK=triton.next_power_of_2(size), RESIDUAL=True,
+                                       **launch_options(x.device))
     return out.view(x.shape), total.view(x.shape)
 
 
@@ -54,7 +57,8 @@ def rms_norm_ref(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: to
 
 @triton.jit
 def _rms_norm_kernel(x_ptr, res_ptr, total_ptr, w_ptr, out_ptr, size, stride_row, stride_res, eps,
-                     BLOCK: tl.constexpr, RESIDUAL: tl.constexpr):
+                     BLOCK: tl.constexpr, RESIDUAL: tl.constexpr, PDL: tl.constexpr):
+    wait_for_inputs(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     ok = cols < size

@@ -41,6 +41,7 @@ import triton
 import triton.language as tl
 
 from ddtree.kernels._checks import check_dim, check_same_device, check_tensor
+from ddtree.kernels.launch import launch_options, wait_for_inputs
 from ddtree.kernels.matmul import exact_dot
 
 BLOCK_N = 64  # keys per inner step (bit-exact mode: also the size of the position-anchored key blocks)
@@ -306,11 +307,12 @@ def _launch(q, k_cache, v_cache, seq_lens, q_lens, bits, mask, mask_indptr, sm_s
         *q.stride()[:3], *k_cache.stride()[:3], *v_cache.stride()[:3], *out.stride()[:3],
         GROUP=group, HEAD_DIM=dim, BLOCK_M=block_m, BLOCK_N=BLOCK_N, RAGGED_ROWS=q_lens is not None,
         CUSTOM_MASK=custom, SPLIT=split, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        num_warps=num_warps, num_stages=num_stages)
+        num_warps=num_warps, num_stages=num_stages, **launch_options(q.device))
     if split:
         _combine_kernel[(batch * rows * q_heads,)](
             part_acc, part_ml, out, rows, q_heads, batch * rows * q_heads * num_splits, *out.stride()[:3],
-            NUM_SPLITS=num_splits, BLOCK_S=triton.next_power_of_2(num_splits), HEAD_DIM=dim, num_warps=4)
+            NUM_SPLITS=num_splits, BLOCK_S=triton.next_power_of_2(num_splits), HEAD_DIM=dim, num_warps=4,
+            **launch_options(q.device))
     return out
 
 
@@ -380,11 +382,13 @@ def _tree_attention_kernel(
         stride_qb, stride_qr, stride_qh, stride_kb, stride_kh, stride_kn, stride_vb, stride_vh, stride_vn,
         stride_ob, stride_or, stride_oh,
         GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-        RAGGED_ROWS: tl.constexpr, CUSTOM_MASK: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr):
+        RAGGED_ROWS: tl.constexpr, CUSTOM_MASK: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr,
+        PDL: tl.constexpr):
     """Program (row block, request x kv head, split): BLOCK_M (row, q head of the group) pairs.
 
     Split s takes the s-th contiguous chunk of the prefix and every num_splits-th 32-column tile of the tree.
     """
+    wait_for_inputs(PDL)
     split = tl.program_id(2)
     b, seq_len, q_len, m_offs, r, head, row_ok, d, q, k_base, v_base, m_i, l_i, acc = _program_rows(
         q_ptr, k_ptr, v_ptr, seq_lens_ptr, q_lens_ptr, num_rows, num_kv_heads, stride_qb, stride_qr, stride_qh,
@@ -427,8 +431,9 @@ def _tree_attention_kernel(
 @triton.jit
 def _combine_kernel(part_acc_ptr, part_ml_ptr, out_ptr, num_rows, num_heads, part_rows,
                     stride_ob, stride_or, stride_oh,
-                    NUM_SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr):
+                    NUM_SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, PDL: tl.constexpr):
     """One (request, row, q head): merge the splits' (max, sum, unnormalised output) into the final row."""
+    wait_for_inputs(PDL)
     pid = tl.program_id(0)  # (b * num_rows + r) * num_heads + h
     h = pid % num_heads
     r = (pid // num_heads) % num_rows

@@ -1,8 +1,9 @@
-"""The fused drafter-layer kernels against their torch references (Triton's interpreter on a CPU): q/k norm + RoPE +
-cache write, SwiGLU, and RMSNorm with the residual add."""
+"""The fused layer kernels against their torch references (Triton's interpreter on a CPU): q/k norm + RoPE + cache
+write, SwiGLU, RMSNorm with the residual add, and the decode projections with all of these inside."""
 import pytest
 import torch
 
+from ddtree.kernels import decode_linear as dl
 from ddtree.kernels.rmsnorm import rms_norm, rms_norm_ref
 from ddtree.kernels.rope import norm_rope_cache, norm_rope_cache_ref
 from ddtree.kernels.swiglu import silu_mul, silu_mul_ref
@@ -84,3 +85,90 @@ def test_rms_norm_with_the_residual_add(dtype):
     torch.testing.assert_close(y, y_ref, **tol)
     with pytest.raises(ValueError, match="residual"):
         rms_norm(x, weight, 1e-5, residual=res[:, :2])
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _tolerance(dtype, device):
+    if dtype == torch.float32:
+        return dict(atol=1e-5, rtol=1e-5) if device == "cpu" else dict(atol=1e-4, rtol=1e-4)  # another sum order
+    return dict(atol=0.1, rtol=0.03)  # a bf16 ulp of the output, the product's sum order not cuBLAS's
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m", [1, 2, 3, 20, 70])  # float32 sums row by row, then 16-row tiles (the last partial)
+@pytest.mark.parametrize("norm, gated, bias, residual", [(False, False, False, False), (True, True, False, False),
+                                                         (False, False, True, True), (True, False, True, False)])
+def test_decode_linear_matches_the_reference(device, dtype, m, norm, gated, bias, residual):
+    """Every row count and epilogue (RMSNorm first, SwiGLU, bias, the residual add), with K and N not multiples of
+    the tiles."""
+    g = torch.Generator().manual_seed(m)
+    k, n = 200, 2 * 40 if gated else 40
+    x = torch.randn(m, k, generator=g).to(device, dtype)
+    weight = (torch.randn(n, k, generator=g) / k ** 0.5).to(device, dtype)
+    kwargs = dict(bias=(torch.randn(n, generator=g) * 0.1).to(device, dtype) if bias else None,
+                  norm_weight=(torch.rand(k, generator=g) + 0.5).to(device, dtype) if norm else None, eps=1e-6,
+                  gated=gated, residual=torch.randn(m, 40, generator=g).to(device, dtype) if residual else None)
+    torch.testing.assert_close(dl.decode_linear(x, weight, **kwargs), dl.decode_linear_ref(x, weight, **kwargs),
+                               **_tolerance(dtype, device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m", [1, 6, 40])
+@pytest.mark.parametrize("dim, qk_norm", [(16, True), (64, False), (64, True)])
+def test_decode_qkv_matches_the_reference(device, dtype, m, dim, qk_norm):
+    """Queries, and keys and values in the cache at their own rows of their request's slot, with and without q/k
+    norms (Qwen3 / Llama); head halves of 8 (no tensor-core tile) and 32 columns."""
+    g = torch.Generator().manual_seed(dim + m)
+    heads, kv_heads, k, rows_per_slot = 4, 2, 96, 2 if m % 2 == 0 else m
+    slots = m // rows_per_slot
+    x = torch.randn(m, k, generator=g).to(device, dtype)
+    weight = (torch.randn((heads + 2 * kv_heads) * dim, k, generator=g) / k ** 0.5).to(device, dtype)
+    norm_weight = (torch.rand(k, generator=g) + 0.5).to(device, dtype)
+    q_weight, k_weight = ((torch.rand(dim, generator=g) + 0.5).to(device, dtype) for _ in range(2))
+    cos, sin = (t.to(device) for t in rope_cos_sin(torch.arange(64), dim, 10000.0, dtype))
+    positions = torch.randint(0, 64, (m,), generator=g).to(device)
+    cache_positions = (torch.arange(m) % rows_per_slot + 3).to(device)
+    args = (x, weight, None, norm_weight, 1e-6, q_weight if qk_norm else None, k_weight if qk_norm else None, 1e-6,
+            cos, sin, positions)
+    caches = [[torch.zeros(slots, kv_heads, 8 + rows_per_slot, dim, dtype=dtype, device=device) for _ in "kv"]
+              for _ in range(2)]
+    q = dl.decode_qkv(*args, *caches[0], rows_per_slot, cache_positions)
+    q_ref = dl.decode_qkv_ref(*args, *caches[1], rows_per_slot, cache_positions)
+    for got, want in ((q, q_ref), *zip(caches[0], caches[1])):
+        torch.testing.assert_close(got, want, **_tolerance(dtype, device))
+    assert caches[0][0][:, :, 3:3 + rows_per_slot].abs().sum(-1).gt(0).all()  # every row's keys landed
+
+
+def test_decode_kernels_refuse_bad_shapes():
+    x, weight = torch.zeros(2, 8), torch.zeros(6, 8)
+    with pytest.raises(ValueError, match="x must be"):
+        dl.decode_linear(torch.zeros(2, 7), weight)
+    with pytest.raises(ValueError, match="even number of rows"):
+        dl.decode_linear(x, torch.zeros(5, 8), gated=True)
+    with pytest.raises(ValueError, match="residual"):
+        dl.decode_linear(x, weight, residual=torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="norm_weight"):
+        dl.decode_linear(x, weight, norm_weight=torch.ones(7))
+
+
+def test_dependent_launches_only_inside_the_block_on_a_hopper_gpu(monkeypatch):
+    """PDL is asked for inside dependent_launches() (the engine's decode forward) on a CUDA device that has it, never
+    outside the block, off CUDA, or with the PDL setting off."""
+    from ddtree.kernels import launch
+    monkeypatch.setattr(launch, "_hopper", lambda index: True)
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    assert launch.launch_options(cuda) == {"PDL": False}
+    with launch.dependent_launches():
+        assert launch.launch_options(cuda) == {"PDL": True, "launch_pdl": True}
+        assert launch.launch_options(cpu) == {"PDL": False}
+        with launch.dependent_launches():
+            pass
+        assert launch.launch_options(cuda)["PDL"]  # a nested block leaves the outer one on
+        monkeypatch.setattr(launch, "PDL", False)
+        assert launch.launch_options(cuda) == {"PDL": False}
+    monkeypatch.setattr(launch, "PDL", True)
+    assert launch.launch_options(cuda) == {"PDL": False}

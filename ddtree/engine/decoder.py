@@ -13,9 +13,10 @@ one q/k/v projection (weights concatenated once, at construction), q/k norms (Qw
 K/V cache write in one launch (ddtree.kernels.rope: RoPE at the row's position seq_len + depth, the write at its
 cache row seq_len + i), attention, o_proj, RMSNorm with the residual add, one gate/up projection, SwiGLU
 (ddtree.kernels.swiglu), down_proj. RoPE comes from cos/sin tables built once from the model's own rotary
-embedding (rope scaling included). A fused forward of at most `decode_rows` rows (an autoregressive step of one
-request: ddtree.kernels.decode_linear.DECODE_ROWS) is 5 launches a layer instead: the norms, SwiGLU, RoPE + cache
-write and the residual adds inside the projections' own kernels (H200: 0.93 -> 0.68 ms a forward,
+embedding (rope scaling included). A fused forward of at most `decode_rows` rows (batch x rows, e.g. an
+autoregressive step or a DFlash chain verify of one request: ddtree.kernels.decode_linear.DECODE_ROWS = 16) is 5
+launches a layer instead: the norms, SwiGLU, RoPE + cache write and the residual adds inside the projections' own
+kernels, launched with PDL (H200 at one row: 0.93 -> 0.57 ms a forward; 16 rows 0.96 -> 0.87 ms,
 bench/results/decode_linear_h200.md); the cuBLAS layer stays faster for more rows.
 
 Bit-exact mode (`exact=True`): the fused forward with every matmul through ddtree.kernels.matmul.linear (one tiling
@@ -235,6 +236,11 @@ class NativeDecoder:
     def _forward_decode(self, input_ids, positions, visible, slots):
         """_forward_fused for forwards of at most decode_rows rows (batch x rows): 5 launches a layer, the norms,
         SwiGLU, RoPE + cache write and residual adds inside the projections (ddtree.kernels.decode_linear)."""
+        from ddtree.kernels.launch import dependent_launches
+        with dependent_launches():  # its Triton kernels may each start as the one before ends (PDL)
+            return self._decode_layers(input_ids, positions, visible, slots)
+
+    def _decode_layers(self, input_ids, positions, visible, slots):
         from ddtree.kernels.decode_linear import decode_linear, decode_qkv
         batch, rows = input_ids.shape
         seq_lens = self.seq_lens[slots]  # [b]
