@@ -9,7 +9,7 @@
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
 #   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
 #   e2eoverlap      bench_e2e.py --compare-overlap, 2 prompts a set, budgets 32 128 auto -> $OUT/overlap/e2e_cuda.*
-#   decode          bench_decode_linear.py --pdl --sweep: the decode kernels' target forward vs the cuBLAS fused one, PDL on/off
+#   decode          bench_decode_linear.py --pdl --sweep: decode kernels' target forward (PDL on/off) vs cuBLAS'
 #                                                                           -> $OUT/decode_linear.md
 #   treeprofile     profile_tree_build.py --sweep: graphed tree stage per budget, kernels, launch settings
 #                                                                           -> $OUT/tree_build_profile.md
