@@ -99,8 +99,7 @@ def main() -> None:
              f"{' --pdl' if args.pdl else ''}{' --sweep' if args.sweep else ''}`)", "",
              f"ms per target forward, CUDA-graph replays (mean of {args.replays}); decode_nopdl: the same launches "
              f"without programmatic dependent launch (ddtree.kernels.launch); speedup: cuBLAS fused over decode; "
-             f"logit_err: "
-             f"max |difference| over the logits' scale; decode kernels' settings BLOCK_N, BK, NUM_WARPS = "
+             f"logit_err: max |difference| over the logits' scale; decode kernels' settings BLOCK_N, BK, NUM_WARPS = "
              f"{dl.BLOCK_N}, {dl.BK}, {dl.NUM_WARPS}; DOT_ROWS, DOT_BLOCK_M, DOT_BLOCK_N, DOT_WARPS = "
              f"{dl.DOT_ROWS}, {dl.DOT_BLOCK_M}, {dl.DOT_BLOCK_N}, {dl.DOT_WARPS}.", "",
              "| batch | rows | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]

@@ -103,7 +103,7 @@ def decode_qkv(x, weight, bias, norm_weight, eps: float, q_weight, k_weight, qk_
     x, weight = x.contiguous(), weight.contiguous()
     q = torch.empty(m, heads, dim, dtype=x.dtype, device=x.device)
     half = dim // 2
-    block_m, block_n, dot, warps = _tiling(m, half if x.is_cuda else DOT_BLOCK_N)
+    block_m, block_n, dot, warps = _tiling(m, half)
     block = half if k_weight is not None else min(block_n if dot else ROPE_BLOCK, half)  # a q/k norm: whole head
     qk = (q_weight, k_weight) if k_weight is not None else (weight, weight)  # not read without the norm
     if m:
@@ -177,7 +177,7 @@ def _dot_rows(x_row, nw_ptr, w_ptr, rows, row_ok, scale, K: tl.constexpr, BK: tl
 
 @triton.jit
 def _projected_row(x_row, nw_ptr, w_ptr, b_ptr, rows, row_ok, scale, dtype, K: tl.constexpr, BK: tl.constexpr,
-               NORM: tl.constexpr, HAS_BIAS: tl.constexpr):
+                   NORM: tl.constexpr, HAS_BIAS: tl.constexpr):
     """F.linear's output at columns `rows` of one row, rounded to the dtype, back in float32."""
     y = _dot_rows(x_row, nw_ptr, w_ptr, rows, row_ok, scale, K, BK, NORM)
     if HAS_BIAS:

@@ -190,7 +190,8 @@ def _cuda_round(model, fused):
 def test_fused_engine_with_cuda_graphs_decodes_the_unfused_tokens_on_gpu():
     pair = tiny_random_pair(3, device="cuda")
     prompts = ["first prompt", "a second, longer prompt", "3"]
-    # tree rows through cuBLAS; one request's autoregressive steps (one row, DECODE_ROWS) through the decode kernels
+    # three requests' tree rows (33, above DECODE_ROWS) through cuBLAS; one request's autoregressive steps (one
+    # row) through the decode kernels' row-by-row path
     for method, batch in (("ddtree", prompts), ("ar", prompts[:1])):
         want = Session(pair, batch, method=method, budget=10, fused=False).run(24, stop_on_eos=False)
         got = Session(pair, batch, method=method, budget=10, fused=True, cuda_graphs=True,
