@@ -5,7 +5,7 @@ For each (batch, rows) of --shapes: ms per target forward of the cuBLAS path and
 decode path at a context of --context tokens (mean of --replays replays), their ratio, and the largest logit
 difference between them over the logits' scale; --pdl also times the decode path with programmatic dependent launch
 off (ddtree.kernels.launch).
---sweep also tries the kernels' launch settings at 1, 4 and 33 rows.
+--sweep also tries the kernels' launch settings at 1, 4, 16, 33 and 129 rows.
 Writes <out>/decode_linear.md and .json.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import torch
+from triton.runtime.errors import OutOfResources
 
 import ddtree.kernels.decode_linear as dl
 from ddtree.kernels import launch
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=200)
     parser.add_argument("--pdl", action="store_true", help="also time the decode path with PDL off (launch.PDL)")
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--sweep-rows", default="1,4,16,33,129", help="the row counts --sweep covers")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
     shapes = [tuple(int(n) for n in s.split("x")) for s in args.shapes.split(",")]
@@ -76,18 +78,23 @@ def main() -> None:
         rows_out.append(row)
         print(row, flush=True)
     sweep = []
-    if args.sweep:  # one row: the float32 sums' settings; 4 rows: sums or tiles; 33 rows (DDTree-32): tiles
+    if args.sweep:  # 1 row: the float32 sums' settings; 4 rows: sums or tiles; 16 rows: one row tile; 33 and 129
+        # rows (DDTree-32, -128): several row tiles, in parallel programs or looped over in one
         grids = [(1, ("BLOCK_N", "BK", "NUM_WARPS"), itertools.product((4, 8), (64, 128), (4, 8))),
                  (4, ("DOT_ROWS",), ((4,), (5,))),
-                 (33, ("DOT_BLOCK_M", "DOT_BLOCK_N", "DOT_WARPS", "BK"),
-                  itertools.product((16, 32, 64), (16, 32), (4, 8), (64, 128)))]
-        for rows, names, settings in grids:
+                 (16, ("DOT_STAGES", "DOT_BLOCK_N"), itertools.product((1, 2, 3), (16, 32))),
+                 *((rows, ("DOT_ROW_PROGRAMS", "DOT_STAGES", "DOT_BLOCK_N", "DOT_BLOCK_M"),
+                    itertools.product((1, 64), (1, 3), (16, 32), (16, 32))) for rows in (33, 129))]
+        for rows, names, settings in (g for g in grids if str(g[0]) in args.sweep_rows.split(",")):
             default = [getattr(dl, name) for name in names]
             for setting in settings:
                 for name, value in zip(names, setting):
                     setattr(dl, name, value)
-                ms = graphed_ms(forward(decoder, 1, rows, args.context, True), args.replays)
-                sweep.append(dict(rows=rows, **dict(zip(names, setting)), decode_ms=round(ms, 4)))
+                try:
+                    ms = round(graphed_ms(forward(decoder, 1, rows, args.context, True), args.replays), 4)
+                except OutOfResources:  # e.g. too many stages for the shared memory
+                    ms = "out of resources"
+                sweep.append(dict(rows=rows, **dict(zip(names, setting)), decode_ms=ms))
                 print(sweep[-1], flush=True)
             for name, value in zip(names, default):
                 setattr(dl, name, value)
@@ -100,8 +107,9 @@ def main() -> None:
              f"ms per target forward, CUDA-graph replays (mean of {args.replays}); decode_nopdl: the same launches "
              f"without programmatic dependent launch (ddtree.kernels.launch); speedup: cuBLAS fused over decode; "
              f"logit_err: max |difference| over the logits' scale; decode kernels' settings BLOCK_N, BK, NUM_WARPS = "
-             f"{dl.BLOCK_N}, {dl.BK}, {dl.NUM_WARPS}; DOT_ROWS, DOT_BLOCK_M, DOT_BLOCK_N, DOT_WARPS = "
-             f"{dl.DOT_ROWS}, {dl.DOT_BLOCK_M}, {dl.DOT_BLOCK_N}, {dl.DOT_WARPS}.", "",
+             f"{dl.BLOCK_N}, {dl.BK}, {dl.NUM_WARPS}; DOT_ROWS, DOT_BLOCK_M, DOT_BLOCK_N, DOT_WARPS, DOT_STAGES, "
+             f"DOT_ROW_PROGRAMS = {dl.DOT_ROWS}, {dl.DOT_BLOCK_M}, {dl.DOT_BLOCK_N}, {dl.DOT_WARPS}, {dl.DOT_STAGES}, "
+             f"{dl.DOT_ROW_PROGRAMS}.", "",
              "| batch | rows | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
     lines += [f"| {r['batch']} | {r['rows']} | " + " | ".join(str(r.get(c, "")) for c in columns) + " |"
               for r in rows_out]

@@ -35,6 +35,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree import Session
+from ddtree.kernels import decode_linear
 from ddtree.models import load_default_pair, load_pair
 
 PROMPT_SETS = {
@@ -121,8 +122,13 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
     ap.add_argument("--skip-hf", action="store_true", help="time the native engine only")
     ap.add_argument("--drafter", type=Path, help="a drafter folder instead of the shipped drafter")
+    ap.add_argument("--decode-rows", type=int, default=None,
+                    help="forwards of at most this many rows take the decode kernels (default: "
+                         "ddtree.kernels.decode_linear.DECODE_ROWS)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
+    if args.decode_rows is not None:
+        decode_linear.DECODE_ROWS = args.decode_rows  # read by every NativeDecoder made from here on
     cuda = args.device.startswith("cuda")
     pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
@@ -168,6 +174,7 @@ def main() -> None:
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
             "hf_max_new": args.hf_max_new, "drafter": str(args.drafter or "shipped"),
+            "decode_rows": decode_linear.DECODE_ROWS,
             "auto_costs": {("fused" if f else "unfused") + (" exact" if e else ""): c.to_dict()
                            for (f, e), c in costs.items()}}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -177,7 +184,8 @@ def main() -> None:
             "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast", "x_stepped"]
     md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
           + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())
-          + f", {args.max_new} new tokens each; hf path {args.hf_max_new})", "",
+          + f", {args.max_new} new tokens each; hf path {args.hf_max_new}; decode kernels up to "
+          f"{meta['decode_rows']} rows)", "",
           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     md += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
     md += ["", *summary(rows)]

@@ -4,7 +4,7 @@
 #   tests           every gpu-marked test                                  -> $OUT/gpu_tests.log
 #   e2e             bench_e2e.py: both prompt sets, budgets 8-256 + auto  -> $OUT/e2e_cuda.{md,json}
 #   unfused         fused vs unfused target forward, T=0                  -> $OUT/fused_vs_unfused/
-#   profile         per-stage graphed times and launches, budget 128      -> $OUT/profile_round.txt
+#   profile         per-stage graphed times and kernels by name, budget 32 -> $OUT/profile_round.txt
 #   notebooks       every notebook but 05 (SGLang's wheel is cp311 only)  -> $OUT/notebooks_h200.md
 #   counterfactual  one run at budget 1024 vs real runs at 8-256          -> $OUT/counterfactual_cuda.*
 #   reference       the public reference (.reference/ddtree, carried) vs ours -> $OUT/reference_h200.{md,json}
@@ -13,7 +13,8 @@
 #                                                                           -> $OUT/decode_linear.md
 #   treeprofile     profile_tree_build.py --sweep: graphed tree stage per budget, kernels, launch settings
 #                                                                           -> $OUT/tree_build_profile.md
-#   e2equick        bench_e2e.py, 4 prompts a set, budgets 16-128 + auto (E2E_DRAFTER=DIR: another drafter)
+#   e2equick        bench_e2e.py, 4 prompts a set, budgets 16-128 + auto (E2E_DRAFTER=DIR: another drafter,
+#                   E2E_DECODE_ROWS=N: decode kernels up to N rows)
 #                                                                           -> $OUT/quick/e2e_cuda.*
 #   exact           bit-exact mode: check_exact.py (16 prompts x 256 tokens, batch 4 then 1) and its cost
 #                   (bench_e2e.py --exact, T=0, budget 128, 2 prompts a set) -> $OUT/exact_h200.*, $OUT/exact_cost/
@@ -29,7 +30,7 @@ for step in "$@"; do
     e2e) timeout 420 python3 -P bench/bench_e2e.py --skip-hf --out "$OUT" 2>&1 | tail -45 ;;
     unfused) timeout 240 python3 -P bench/bench_e2e.py --skip-hf --compare-unfused --budgets 32 128 auto \
                --temperatures 0 --out "$OUT/fused_vs_unfused" 2>&1 | tail -25 ;;
-    profile) timeout 200 python3 -P bench/profile_round.py --methods ar dflash ddtree --budget 128 2>&1 \
+    profile) timeout 200 python3 -P bench/profile_round.py --methods ar dflash ddtree --budget 32 --kernels 2>&1 \
                | tee "$OUT/profile_round.txt" | tail -30 ;;
     notebooks) timeout 400 python3 -P bench/run_notebooks.py --out "$OUT/notebooks_h200.md" 01_explore_trees.ipynb \
                  02_greedy_vs_sampled.ipynb 03_debug_padding_masks.ipynb 04_budget_sweep.ipynb \
@@ -46,7 +47,7 @@ for step in "$@"; do
     decode) timeout 450 python3 -P bench/bench_decode_linear.py --pdl --sweep --out "$OUT" 2>&1 | tail -90 ;;
     treeprofile) timeout 300 python3 -P bench/profile_tree_build.py --sweep --out "$OUT" 2>&1 | tail -60 ;;
     e2equick) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --prompts 4 --budgets 16 32 64 128 auto \
-                ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} \
+                ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} ${E2E_DECODE_ROWS:+--decode-rows "$E2E_DECODE_ROWS"} \
                 --out "$OUT/quick" 2>&1 | tail -8 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac

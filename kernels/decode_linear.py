@@ -1,4 +1,4 @@
-"""The target's projections for decode-sized forwards (1-16 rows), with the elementwise work around them fused in,
+"""The target's projections for decode-sized forwards (1-49 rows), with the elementwise work around them fused in,
 beside their torch references (decode_linear / decode_linear_ref, decode_qkv / decode_qkv_ref).
 
     decode_linear: out = [residual +] act(norm(x) @ W.T + bias)   x  # [M, K], W  # [N, K] (gated: [2 I, K])
@@ -11,14 +11,16 @@ With a few rows a matmul is bound by launch latency, not by arithmetic: cuBLAS p
 and RoPE launches make a decoder layer 9 launches, these kernels 5 (norm + q/k/v + RoPE + cache write, attention,
 o_proj + residual, norm + gate/up + SwiGLU, down_proj + residual), launched with PDL by the engine
 (ddtree.kernels.launch). Every program owns a few output columns (pairs of columns for SwiGLU, matching halves of a
-head for RoPE) for every row and walks K in BK-wide chunks: one row at a time in float32 multiply-and-sums (1-2
-rows), or 16-row tiles through tensor cores (3 rows on); for RMSNorm first the rows' sums of squares, then the
-product with the normalised rows. The sums' order is not cuBLAS's: outputs agree with the cuBLAS path within bf16
-rounding, not bit for bit (bit-exact mode has its own kernels). H200, context 200 (bench/results/
-decode_linear_h200.md): 1.11-1.63x the cuBLAS forward from 1 to 16 rows, 0.79x at 17 (two row tiles), hence
-DECODE_ROWS.
+head for RoPE) of its rows and walks K in BK-wide chunks: one row at a time in float32 multiply-and-sums (1-2
+rows, one program for every row), or 16-row tiles through tensor cores (3 rows on; the row tiles spread over up to
+DOT_ROW_PROGRAMS programs); for RMSNorm first the rows' sums of squares, then the product with the normalised rows.
+The sums' order is not cuBLAS's: outputs agree with the cuBLAS path within bf16 rounding, not bit for bit
+(bit-exact mode has its own kernels). H200, context 200 (bench/results/decode_linear_h200.md): 1.59x the cuBLAS
+forward at one row, 1.14-1.20x from 3 to 17 rows, 1.06x at 49, even at 65, 0.73x at 129, hence DECODE_ROWS.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import triton
@@ -30,21 +32,33 @@ from ddtree.kernels.matmul import exact_dot
 from ddtree.kernels.rmsnorm import rms_norm_ref
 from ddtree.kernels.rope import norm_rope_cache_ref, rope_halves
 
-DECODE_ROWS = 16  # forwards of at most this many rows (batch x rows) take these kernels; above, cuBLAS
+DECODE_ROWS = 49  # forwards of at most this many rows (batch x rows) take these kernels; above, cuBLAS (up to
+# DDTree-48's 49 rows)
 # Tiling (H200 sweeps, bench_decode_linear.py): below DOT_ROWS rows, one row of BLOCK_N columns at a time in float32
 # multiply-and-sums over BK-wide chunks of K; from DOT_ROWS rows on, DOT_BLOCK_M x DOT_BLOCK_N tiles through tensor
 # cores (tl.dot; in Triton's interpreter float32 sums).
-BLOCK_N, BK, NUM_WARPS = 4, 128, 8
-DOT_ROWS, DOT_BLOCK_M, DOT_BLOCK_N, DOT_WARPS = 3, 16, 16, 4
+BLOCK_N, BK, NUM_WARPS, STAGES = 4, 128, 8, 3
+DOT_ROWS, DOT_BLOCK_M, DOT_BLOCK_N, DOT_WARPS, DOT_STAGES = 3, 16, 32, 4, 2
+DOT_ROW_PROGRAMS = 64  # at most this many programs along the rows, each looping over every n-th row tile
 ROPE_BLOCK = 4  # columns of each head half per decode_qkv program without q/k norms (with them: the whole head)
 
 
-def _tiling(m: int, columns: int = DOT_BLOCK_N) -> tuple[int, int, bool, int]:
-    """(block_m, block_n, dot, num_warps) for m rows; `columns`: the most output columns a program can own (a
-    head half for decode_qkv), at least 16 for a tensor-core tile."""
+class Tiling(NamedTuple):
+    block_m: int  # rows of a tile (1: one row at a time)
+    block_n: int  # output columns of a program
+    dot: bool  # tensor-core tiles
+    warps: int
+    stages: int  # software-pipelining stages of the K loop (num_stages)
+    row_programs: int  # programs along the rows, program r taking row tiles r, r + row_programs, ... (not dot: 1)
+
+
+def _tiling(m: int, columns: int = DOT_BLOCK_N) -> Tiling:
+    """The launch settings for m rows; `columns`: the most output columns a program can own (a head half for
+    decode_qkv), at least 16 for a tensor-core tile."""
     if m >= DOT_ROWS and columns >= 16:
-        return min(DOT_BLOCK_M, max(16, triton.next_power_of_2(m))), DOT_BLOCK_N, True, DOT_WARPS
-    return 1, BLOCK_N, False, NUM_WARPS
+        block_m = min(DOT_BLOCK_M, max(16, triton.next_power_of_2(m)))
+        return Tiling(block_m, DOT_BLOCK_N, True, DOT_WARPS, DOT_STAGES, min(DOT_ROW_PROGRAMS, triton.cdiv(m, block_m)))
+    return Tiling(1, BLOCK_N, False, NUM_WARPS, STAGES, 1)
 
 
 def decode_linear(x: torch.Tensor, weight: torch.Tensor, *, bias: torch.Tensor | None = None,
@@ -62,12 +76,13 @@ def decode_linear(x: torch.Tensor, weight: torch.Tensor, *, bias: torch.Tensor |
     x, weight = x.contiguous(), weight.contiguous()
     out = torch.empty(m, width, dtype=x.dtype, device=x.device)
     if m:
-        block_m, block_n, dot, warps = _tiling(m)
-        _decode_linear_kernel[(triton.cdiv(width, block_n),)](
+        t = _tiling(m)
+        _decode_linear_kernel[(triton.cdiv(width, t.block_n), t.row_programs)](
             x, weight, weight if norm_weight is None else norm_weight, weight if bias is None else bias,
             out if residual is None else residual.contiguous(), out, m, width, float(eps), K=k, BK=BK,
-            BLOCK_M=block_m, BLOCK_N=block_n, NORM=norm_weight is not None, GATED=gated, HAS_BIAS=bias is not None,
-            RESIDUAL=residual is not None, DOT=dot, MMA=x.is_cuda, num_warps=warps, **launch_options(x.device))
+            BLOCK_M=t.block_m, BLOCK_N=t.block_n, NORM=norm_weight is not None, GATED=gated,
+            HAS_BIAS=bias is not None, RESIDUAL=residual is not None, DOT=t.dot, MMA=x.is_cuda, num_warps=t.warps,
+            num_stages=t.stages, **launch_options(x.device))
     return out
 
 
@@ -103,16 +118,17 @@ def decode_qkv(x, weight, bias, norm_weight, eps: float, q_weight, k_weight, qk_
     x, weight = x.contiguous(), weight.contiguous()
     q = torch.empty(m, heads, dim, dtype=x.dtype, device=x.device)
     half = dim // 2
-    block_m, block_n, dot, warps = _tiling(m, half)
-    block = half if k_weight is not None else min(block_n if dot else ROPE_BLOCK, half)  # a q/k norm: whole head
+    t = _tiling(m, half)
+    block = half if k_weight is not None else min(t.block_n if t.dot else ROPE_BLOCK, half)  # q/k norm: whole head
     qk = (q_weight, k_weight) if k_weight is not None else (weight, weight)  # not read without the norm
     if m:
-        _decode_qkv_kernel[(heads + 2 * kv_heads, triton.cdiv(half, block))](
+        _decode_qkv_kernel[(heads + 2 * kv_heads, triton.cdiv(half, block), t.row_programs)](
             x, weight, weight if norm_weight is None else norm_weight, weight if bias is None else bias, *qk, cos,
             sin, positions, cache_positions, k_cache, v_cache, q, m, heads, kv_heads, rows_per_slot, float(eps),
             float(qk_eps), cos.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3], K=k, BK=BK, D=dim,
-            HALF=half, BLOCK_M=block_m, BLOCK_J=block, NORM=norm_weight is not None, QK_NORM=k_weight is not None,
-            HAS_BIAS=bias is not None, DOT=dot, MMA=x.is_cuda, num_warps=warps, **launch_options(x.device))
+            HALF=half, BLOCK_M=t.block_m, BLOCK_J=block, NORM=norm_weight is not None, QK_NORM=k_weight is not None,
+            HAS_BIAS=bias is not None, DOT=t.dot, MMA=x.is_cuda, num_warps=t.warps, num_stages=t.stages,
+            **launch_options(x.device))
     return q
 
 
@@ -263,13 +279,13 @@ def _decode_linear_kernel(x_ptr, w_ptr, nw_ptr, b_ptr, res_ptr, out_ptr, m, widt
                           GATED: tl.constexpr, HAS_BIAS: tl.constexpr, RESIDUAL: tl.constexpr, DOT: tl.constexpr,
                           MMA: tl.constexpr, PDL: tl.constexpr):
     """Program: BLOCK_N output columns (gated: gate columns and the matching up columns) of every row, one row at a
-    time or (DOT) BLOCK_M rows at a time."""
+    time, or (DOT) BLOCK_M rows at a time: row tiles program_id(1), + num_programs(1), ..."""
     wait_for_inputs(PDL)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < width
     dtype = out_ptr.dtype.element_ty
     if DOT:
-        for r0 in range(0, m, BLOCK_M):
+        for r0 in range(tl.program_id(1) * BLOCK_M, m, tl.num_programs(1) * BLOCK_M):
             rows, row_ok, scale = _row_block(x_ptr, r0, m, eps, K, BK, BLOCK_M, NORM)
             y = _projected(x_ptr, rows, row_ok, nw_ptr, w_ptr, b_ptr, cols, col_ok, scale, dtype, K, BK, NORM,
                            HAS_BIAS, MMA)
@@ -329,8 +345,8 @@ def _decode_qkv_kernel(x_ptr, w_ptr, nw_ptr, b_ptr, qw_ptr, kw_ptr, cos_ptr, sin
                        D: tl.constexpr, HALF: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr,
                        NORM: tl.constexpr, QK_NORM: tl.constexpr, HAS_BIAS: tl.constexpr, DOT: tl.constexpr,
                        MMA: tl.constexpr, PDL: tl.constexpr):
-    """Program (head, column block): columns j of the head's first half and j + HALF of its second, every row, one
-    row at a time or (DOT) BLOCK_M rows at a time."""
+    """Program (head, column block[, row tile]): columns j of the head's first half and j + HALF of its second, of
+    every row one row at a time, or (DOT) BLOCK_M rows at a time: row tiles program_id(2), + num_programs(2), ..."""
     wait_for_inputs(PDL)
     h = tl.program_id(0)  # queries, then keys, then values
     j = tl.program_id(1) * BLOCK_J + tl.arange(0, BLOCK_J)
@@ -339,7 +355,7 @@ def _decode_qkv_kernel(x_ptr, w_ptr, nw_ptr, b_ptr, qw_ptr, kw_ptr, cos_ptr, sin
     jj = tl.where(col_ok, j, 0)[None, :]  # table columns, in range for masked lanes too
     dtype = q_ptr.dtype.element_ty
     if DOT:
-        for r0 in range(0, m, BLOCK_M):
+        for r0 in range(tl.program_id(2) * BLOCK_M, m, tl.num_programs(2) * BLOCK_M):
             rows, row_ok, scale = _row_block(x_ptr, r0, m, eps, K, BK, BLOCK_M, NORM)
             y1 = _projected(x_ptr, rows, row_ok, nw_ptr, w_ptr, b_ptr, lo, col_ok, scale, dtype, K, BK, NORM,
                             HAS_BIAS, MMA)  # [BLOCK_M, BLOCK_J]

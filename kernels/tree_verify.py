@@ -27,19 +27,44 @@ import triton.language as tl
 from ddtree.kernels._checks import check_dim, check_same_device, check_tensor
 
 BLOCK_V = 1024
+ARGMAX_BLOCK = 4096  # vocabulary entries per row_argmax program
 
 
 def verify_greedy_tree(candidates, next_token, next_sibling, target):
     """Greedy walk of every request: `(accepted [B, Q], accept_len [B], bonus [B])`, long tensors.
 
-    target: `[B, Q]` integer argmax per node, or `[B, Q, V]` float logits (argmax taken here, first max wins).
+    target: `[B, Q]` integer argmax per node, or `[B, Q, V]` float logits (argmax taken here by row_argmax, first
+    max wins).
     """
     candidates, next_token, next_sibling = _check_tree(candidates, next_token, next_sibling)
-    target = _target_argmax(target, candidates.shape)
+    target = _target_argmax(target, candidates.shape, lambda logits: row_argmax(logits)[0])
     batch, rows = candidates.shape
     accepted, accept_len, bonus = _outputs(batch, rows, candidates.device)
     _greedy_kernel[(batch,)](candidates, next_token, next_sibling, target, accepted, accept_len, bonus, rows)
-    return accepted.long(), accept_len.long(), bonus.long()
+    return accepted, accept_len, bonus
+
+
+def row_argmax(logits):
+    """`(argmax [B, Q] long, nonfinite [] bool)` of `logits  # [B, Q, V]`: each row's first maximum and whether any
+    entry is NaN or infinite: two launches (each vocabulary chunk's maximum, then each row's) and a reduction."""
+    check_tensor("logits", logits, ndim=3, shape="[B, Q, V]", floating=True)
+    vocab = logits.shape[-1]
+    flat = logits.reshape(-1, vocab).contiguous()  # [N, V]
+    n, chunks = flat.shape[0], triton.cdiv(vocab, ARGMAX_BLOCK)
+    best = torch.empty(n, chunks, dtype=torch.float32, device=flat.device)  # each chunk's maximum
+    where = torch.empty(n, chunks, dtype=torch.int32, device=flat.device)  # its first index
+    odd = torch.empty(n, chunks, dtype=torch.int32, device=flat.device)  # 1: a NaN or an infinity in the chunk
+    argmax = torch.empty(n, dtype=torch.long, device=flat.device)
+    bad = torch.empty(n, dtype=torch.int32, device=flat.device)
+    if n:
+        _chunk_argmax_kernel[(n, chunks)](flat, best, where, odd, vocab, chunks, BLOCK=ARGMAX_BLOCK, num_warps=8)
+        _row_argmax_kernel[(n,)](best, where, odd, argmax, bad, chunks, vocab, CHUNKS=triton.next_power_of_2(chunks))
+    return argmax.view(logits.shape[:-1]), bad.any()
+
+
+def row_argmax_ref(logits):
+    """Plain torch reference of row_argmax."""
+    return logits.argmax(-1), ~torch.isfinite(logits).all()
 
 
 def verify_sampled_tree(candidates, next_token, next_sibling, probs, coins, residual_coins):
@@ -160,19 +185,21 @@ def _check_tree(candidates, next_token, next_sibling):
     if candidates.shape[1] == 0:
         raise ValueError("candidates must have Q >= 1 nodes per request (the root)")
     check_same_device(candidates.device, next_token=next_token, next_sibling=next_sibling)
-    return tuple(x.to(torch.int32).contiguous() for x in (candidates, next_token, next_sibling))
+    link = next_token.dtype if next_token.dtype == next_sibling.dtype in (torch.int32, torch.long) else torch.long
+    return candidates.contiguous(), next_token.to(link).contiguous(), next_sibling.to(link).contiguous()  # the walks
+    # move along both links: one dtype (int32 or long, as given, so no copy)
 
 
-def _target_argmax(target, shape) -> torch.Tensor:
+def _target_argmax(target, shape, argmax=lambda x: x.argmax(-1)) -> torch.Tensor:
     if not isinstance(target, torch.Tensor) or target.ndim not in (2, 3):
         raise ValueError("target must be a [B, Q] argmax tensor or [B, Q, V] logits")
     if target.ndim == 3:
         check_tensor("target", target, ndim=3, shape="[B, Q, V]", floating=True)
-        target = target.argmax(-1)
+        target = argmax(target)
     check_tensor("target", target, ndim=2, shape="[B, Q]", floating=False)
     if tuple(target.shape) != tuple(shape):
         raise ValueError(f"target must have one entry per node {tuple(shape)}, got {tuple(target.shape)}")
-    return target.to(torch.int32).contiguous()
+    return target.contiguous()
 
 
 def _check_sampling(probs, coins, residual_coins, batch: int, rows: int, device):
@@ -188,9 +215,36 @@ def _check_sampling(probs, coins, residual_coins, batch: int, rows: int, device)
 
 
 def _outputs(batch: int, rows: int, device):
-    accepted = torch.full((batch, rows), -1, dtype=torch.int32, device=device)
-    return accepted, torch.empty(batch, dtype=torch.int32, device=device), torch.empty(batch, dtype=torch.int32,
-                                                                                       device=device)
+    accepted = torch.full((batch, rows), -1, dtype=torch.long, device=device)
+    return accepted, torch.empty(batch, dtype=torch.long, device=device), torch.empty(batch, dtype=torch.long,
+                                                                                      device=device)
+
+
+@triton.jit
+def _chunk_argmax_kernel(x_ptr, best_ptr, where_ptr, odd_ptr, vocab, chunks, BLOCK: tl.constexpr):
+    """Program (row, chunk): the chunk's maximum, its first index, and whether the chunk holds a NaN or an infinity."""
+    row, chunk = tl.program_id(0), tl.program_id(1)
+    offs = chunk * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < vocab
+    x = tl.load(x_ptr + row.to(tl.int64) * vocab + offs, mask=ok, other=float("-inf")).to(tl.float32)
+    top = tl.max(x, 0)
+    at = row * chunks + chunk
+    tl.store(best_ptr + at, top)
+    tl.store(where_ptr + at, tl.min(tl.where(ok & (x == top), offs, vocab), 0))
+    tl.store(odd_ptr + at, tl.max((ok & ((x != x) | (tl.abs(x) == float("inf")))).to(tl.int32), 0))
+
+
+@triton.jit
+def _row_argmax_kernel(best_ptr, where_ptr, odd_ptr, argmax_ptr, bad_ptr, chunks, vocab, CHUNKS: tl.constexpr):
+    """One row per program: the first chunk holding the row's maximum gives the argmax; the row's flag."""
+    row = tl.program_id(0)
+    c = tl.arange(0, CHUNKS)
+    ok = c < chunks
+    best = tl.load(best_ptr + row * chunks + c, mask=ok, other=float("-inf"))
+    where = tl.load(where_ptr + row * chunks + c, mask=ok, other=vocab)
+    top = tl.max(best, 0)
+    tl.store(argmax_ptr + row, tl.min(tl.where(ok & (best == top), where, vocab), 0))
+    tl.store(bad_ptr + row, tl.max(tl.load(odd_ptr + row * chunks + c, mask=ok, other=0), 0))
 
 
 @triton.jit
@@ -232,10 +286,10 @@ def _sampled_walk_kernel(cand_ptr, next_ptr, sib_ptr, probs_ptr, coins_ptr, acce
     base = tl.program_id(0) * num_rows
     tl.store(accepted_ptr + base, 0)
     count = 1
-    cur = base * 0
     u = tl.load(coins_ptr + base).to(tl.float64)
     cum = u * 0.0
     child = tl.load(next_ptr + base)
+    cur = child * 0  # the links' dtype
     while child != -1:
         token = tl.load(cand_ptr + base + child)
         cum += tl.load(probs_ptr + (base + cur).to(tl.int64) * vocab + token).to(tl.float64)

@@ -190,10 +190,10 @@ def _cuda_round(model, fused):
 def test_fused_engine_with_cuda_graphs_decodes_the_unfused_tokens_on_gpu():
     pair = tiny_random_pair(3, device="cuda")
     prompts = ["first prompt", "a second, longer prompt", "3"]
-    # three requests' tree rows (33, above DECODE_ROWS) through cuBLAS; one request's autoregressive steps (one
-    # row) through the decode kernels' row-by-row path
-    for method, batch in (("ddtree", prompts), ("ar", prompts[:1])):
-        want = Session(pair, batch, method=method, budget=10, fused=False).run(24, stop_on_eos=False)
-        got = Session(pair, batch, method=method, budget=10, fused=True, cuda_graphs=True,
+    # three requests' trees of 20 nodes (63 rows, above DECODE_ROWS = 49) through cuBLAS; one request's tree of 10
+    # (11 rows) through the decode kernels' tensor-core tiles, its autoregressive steps (one row) row by row
+    for method, batch, budget in (("ddtree", prompts, 20), ("ddtree", prompts[:1], 10), ("ar", prompts[:1], 10)):
+        want = Session(pair, batch, method=method, budget=budget, fused=False).run(24, stop_on_eos=False)
+        got = Session(pair, batch, method=method, budget=budget, fused=True, cuda_graphs=True,
                       record=False).run(24, stop_on_eos=False)
-        assert [g.tokens for g in got] == [g.tokens for g in want], method
+        assert [g.tokens for g in got] == [g.tokens for g in want], (method, len(batch), budget)

@@ -98,12 +98,15 @@ def _tolerance(dtype, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("m", [1, 2, 3, 20, 70])  # float32 sums row by row, then 16-row tiles (the last partial)
+@pytest.mark.parametrize("m, row_programs", [(1, 64), (2, 64), (3, 64), (20, 64), (70, 64), (70, 2)])
 @pytest.mark.parametrize("norm, gated, bias, residual", [(False, False, False, False), (True, True, False, False),
                                                          (False, False, True, True), (True, False, True, False)])
-def test_decode_linear_matches_the_reference(device, dtype, m, norm, gated, bias, residual):
+def test_decode_linear_matches_the_reference(device, dtype, m, row_programs, norm, gated, bias, residual,
+                                             monkeypatch):
     """Every row count and epilogue (RMSNorm first, SwiGLU, bias, the residual add), with K and N not multiples of
-    the tiles."""
+    the tiles: float32 sums row by row, then 16-row tiles (the last partial), a program each or (row_programs 2)
+    two programs looping over every other tile."""
+    monkeypatch.setattr(dl, "DOT_ROW_PROGRAMS", row_programs)
     g = torch.Generator().manual_seed(m)
     k, n = 200, 2 * 40 if gated else 40
     x = torch.randn(m, k, generator=g).to(device, dtype)
@@ -117,11 +120,13 @@ def test_decode_linear_matches_the_reference(device, dtype, m, norm, gated, bias
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("m", [1, 6, 40])
+@pytest.mark.parametrize("m, row_programs", [(1, 64), (6, 64), (40, 64), (40, 2)])
 @pytest.mark.parametrize("dim, qk_norm", [(16, True), (64, False), (64, True)])
-def test_decode_qkv_matches_the_reference(device, dtype, m, dim, qk_norm):
+def test_decode_qkv_matches_the_reference(device, dtype, m, row_programs, dim, qk_norm, monkeypatch):
     """Queries, and keys and values in the cache at their own rows of their request's slot, with and without q/k
-    norms (Qwen3 / Llama); head halves of 8 (no tensor-core tile) and 32 columns."""
+    norms (Qwen3 / Llama); head halves of 8 (no tensor-core tile) and 32 columns; 40 rows: three 16-row tiles, a
+    program each or two programs, one looping over two tiles."""
+    monkeypatch.setattr(dl, "DOT_ROW_PROGRAMS", row_programs)
     g = torch.Generator().manual_seed(dim + m)
     heads, kv_heads, k, rows_per_slot = 4, 2, 96, 2 if m % 2 == 0 else m
     slots = m // rows_per_slot

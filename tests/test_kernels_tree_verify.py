@@ -8,8 +8,8 @@ from exactness import chi_square_pvalue, exact_outcome_probs
 
 from ddtree import build_tree, pack_verify_batch, sampling_probs, verify_greedy_batch
 from ddtree.kernels import tree_verify
-from ddtree.kernels.tree_verify import (verify_greedy_tree, verify_greedy_tree_ref, verify_sampled_tree,
-                                        verify_sampled_tree_ref)
+from ddtree.kernels.tree_verify import (row_argmax, row_argmax_ref, verify_greedy_tree, verify_greedy_tree_ref,
+                                        verify_sampled_tree, verify_sampled_tree_ref)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -52,6 +52,32 @@ def test_greedy_kernel_matches_reference_and_ddtree(seed, budgets, vocab):
         assert (accepted[b, n:] == -1).all()
     argmax = verify_greedy_tree(*tree_args(batch), logits.argmax(-1).to(DEVICE))
     assert all(torch.equal(a, b) for a, b in zip(argmax, got))
+
+
+@pytest.mark.parametrize("vocab, dtype", [(7, torch.float32), (tree_verify.ARGMAX_BLOCK * 2 + 5, torch.float32),
+                                          (tree_verify.ARGMAX_BLOCK + 1, torch.bfloat16)])
+def test_row_argmax_matches_torch_first_maximum_and_flags_non_finite_logits(vocab, dtype):
+    g = torch.Generator().manual_seed(vocab)
+    logits = torch.randn(2, 5, vocab, generator=g).to(dtype)  # [B, Q, V]
+    logits[0, 1, [1, vocab - 1]] = 9.0  # a tie across the chunks: the first index wins
+    logits[1, 0] = float("-inf")  # a row of -inf: index 0, as torch
+    logits[1, 2, vocab // 2] = logits[1, 2, -1] = 20.0
+    argmax, bad = row_argmax(logits.to(DEVICE))
+    want, want_bad = row_argmax_ref(logits)
+    assert torch.equal(argmax.cpu(), want) and argmax.dtype == torch.long
+    assert argmax[0, 1] == 1 and argmax[1, 2] == vocab // 2
+    assert bool(bad) == bool(want_bad) is True  # the -inf row
+    logits[1, 0] = 0.0
+    assert not bool(row_argmax(logits.to(DEVICE))[1]) and not bool(row_argmax_ref(logits)[1])
+    for odd in (float("nan"), float("inf"), float("-inf")):
+        poisoned = logits.clone()
+        poisoned[1, 4, vocab - 1] = odd  # in the last chunk of the last row
+        assert bool(row_argmax(poisoned.to(DEVICE))[1]) and bool(row_argmax_ref(poisoned)[1])
+    inf = logits.clone()
+    inf[0, 3, 2] = float("inf")
+    assert row_argmax(inf.to(DEVICE))[0][0, 3] == 2  # +inf is the maximum, as torch takes it
+    with pytest.raises(ValueError, match="logits"):
+        row_argmax(logits[0].to(DEVICE))
 
 
 @pytest.mark.parametrize("seed, budgets, vocab, temperature, top_p", [

@@ -48,7 +48,16 @@ class InFlight(NamedTuple):
     budget: int | None = None  # budget="auto": the budget chosen
     expected: float = 0.0  # budget="auto": the chosen budget's expected accepted draft tokens (all requests)
     warm: bool = False  # budget="auto": head and tail ran at full speed (their time is a steady overhead sample)
-    undo: tuple = (None, None)  # budget="auto": (AutoBudget, unobserved round) before this one started
+    undo: tuple = (None, None)  # budget="auto": (AutoBudget, the unobserved round) before this one started
+
+
+class Observation(NamedTuple):
+    """What a landed budget="auto" round teaches the choice (AutoBudget.observe's arguments), read from its timers
+    once: a later launch of the same rounds records those timers again."""
+    expected: float
+    accepted: int  # draft tokens accepted, all requests
+    overhead: float | None  # stage seconds outside the verify (None: not a steady sample)
+    budget: int
 
 
 class NativeBackend:
@@ -77,7 +86,8 @@ class NativeBackend:
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.auto_rounds: AutoRounds | None = None
-        self.unobserved: InFlight | None = None  # budget="auto": the last round started (observed by the next one)
+        self.unobserved: InFlight | Observation | None = None  # budget="auto": the last round started (observed by
+        # the next one)
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -145,7 +155,8 @@ class NativeBackend:
         scratch."""
         flight.state.land(flight.flight)
         if flight is self.unobserved:  # budget="auto": the choices go on as if it had never started
-            self.auto, self.unobserved = flight.undo
+            self.auto, previous = flight.undo
+            self.unobserved = self._settled(previous)  # its timers are recorded again by the next launches
         device = self.pair.device
         self.decoder.seq_lens.copy_(torch.tensor([len(t) - 1 for t in tokens], device=device))
         flight.state.bonus.copy_(torch.tensor([t[-1] for t in tokens], device=device))
@@ -187,17 +198,25 @@ class NativeBackend:
             self._observe(previous)
         return self.unobserved
 
-    def _observe(self, flight: InFlight) -> None:
+    def _observe(self, round_: InFlight | Observation) -> None:
         """budget="auto": a landed round's acceptance and overhead (stage time outside the verify) teach the
         choice. Round n is observed once round n + 1's tail is queued, in both run modes (stepping, and rounds
         queued ahead), so that both choose alike and the device never waits for the bookkeeping: round n + 1's
         choice knows rounds up to n - 1."""
-        readback, times = flight.state.land(flight.flight)
+        seen = self._settled(round_)
+        if seen is not None:
+            self.auto.observe(*seen)
+
+    def _settled(self, round_: InFlight | Observation | None) -> Observation | None:
+        """The Observation of a round (waiting for it to land); None for none or one with non-finite logits."""
+        if round_ is None or isinstance(round_, Observation):
+            return round_
+        readback, times = round_.state.land(round_.flight)
         if bool(readback.bad_logits):
-            return
-        times = flight.head.seconds(flight.head_timers) | times
-        self.auto.observe(flight.expected, int(readback.accept_len.sum()) - len(readback.accept_len),
-                          sum(times.values()) - times["verify"] if flight.warm else None, flight.budget)
+            return None
+        times = round_.head.seconds(round_.head_timers) | times
+        return Observation(round_.expected, int(readback.accept_len.sum()) - len(readback.accept_len),
+                           sum(times.values()) - times["verify"] if round_.warm else None, round_.budget)
 
     def _tail(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None, cuda_graphs=None):
         head = rounds.head
@@ -250,5 +269,6 @@ class NativeBackend:
         twin.drafter = self.drafter.clone() if self.drafter is not None else None
         twin.round_state = twin.last_round = None
         twin.auto = None if self.auto is None else self.auto.copy()
-        twin.auto_rounds = None  # twin.unobserved stays: the twin's next round observes it too (it only reads it)
+        twin.auto_rounds = None
+        twin.unobserved = self._settled(self.unobserved)  # the twin's next round observes it too
         return twin

@@ -14,10 +14,11 @@ K/V cache write in one launch (ddtree.kernels.rope: RoPE at the row's position s
 cache row seq_len + i), attention, o_proj, RMSNorm with the residual add, one gate/up projection, SwiGLU
 (ddtree.kernels.swiglu), down_proj. RoPE comes from cos/sin tables built once from the model's own rotary
 embedding (rope scaling included). A fused forward of at most `decode_rows` rows (batch x rows, e.g. an
-autoregressive step or a DFlash chain verify of one request: ddtree.kernels.decode_linear.DECODE_ROWS = 16) is 5
-launches a layer instead: the norms, SwiGLU, RoPE + cache write and the residual adds inside the projections' own
-kernels, launched with PDL (H200 at one row: 0.93 -> 0.57 ms a forward; 16 rows 0.96 -> 0.87 ms,
-bench/results/decode_linear_h200.md); the cuBLAS layer stays faster for more rows.
+autoregressive step, a DFlash chain verify or a tree of up to 48 nodes for one request:
+ddtree.kernels.decode_linear.DECODE_ROWS = 49) is 5 launches a layer instead: the norms, SwiGLU, RoPE + cache write
+and the residual adds inside the projections' own kernels, launched with PDL (H200 at one row: 0.91 -> 0.58 ms a
+forward; 16 rows 0.94 -> 0.81 ms; 33 rows 0.97 -> 0.90-0.92 ms, bench/results/decode_linear_h200.md); the cuBLAS
+layer is as fast at 65 rows and faster beyond.
 
 Bit-exact mode (`exact=True`): the fused forward with every matmul through ddtree.kernels.matmul.linear (one tiling
 for every row count) and attention through ddtree.kernels.tree_attention_exact (each row's keys in position order,
@@ -328,12 +329,16 @@ class NativeDecoder:
                     found[b][:, start:stop] = out[b, :, :stop - start] > 0.5 / (n + rows)
         return found
 
-    def commit(self, accepted, accept_len, request: int | None = None) -> None:
+    def commit(self, accepted, accept_len, request: int | None = None, *, chain: bool = False) -> None:
         """Keep only the accepted rows of the last forward: `accepted  # [b, Q]` node indices, root first
-        (-1 padding), `accept_len  # [b]`; the committed lengths grow by accept_len."""
+        (-1 padding), `accept_len  # [b]`; the committed lengths grow by accept_len. `chain`: the caller knows
+        accepted[:, i] = i (a chain's accepted prefix), so the rows are in place already."""
         slots = slice(None) if request is None else slice(request, request + 1)
         accepted, accept_len = accepted.to(self.device), accept_len.to(self.device)
         seq_lens = self.seq_lens[slots]
+        if chain:
+            seq_lens += accept_len  # a view: self.seq_lens in place
+            return
         if self.device.type == "cuda":
             from ddtree.kernels.kv_compact import compact_kv_cache
             caches = self.kv[slots].flatten(1, 2)  # [b, 2 * layers * Hkv, max_len, D], one launch for all layers

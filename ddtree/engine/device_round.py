@@ -39,8 +39,8 @@ from ddtree.budget import expected_accepts
 from ddtree.engine.decoder import FlatMask
 from ddtree.kernels.tree_build import select_trees
 from ddtree.kernels.tree_pack import tree_structure
-from ddtree.kernels.tree_verify import (retrieve_from_parents, verify_greedy_tree, verify_greedy_tree_ref,
-                                        verify_sampled_tree, verify_sampled_tree_ref)
+from ddtree.kernels.tree_verify import (retrieve_from_parents, row_argmax, row_argmax_ref, verify_greedy_tree,
+                                        verify_greedy_tree_ref, verify_sampled_tree, verify_sampled_tree_ref)
 from ddtree.settings import STAGES, Settings
 from ddtree.tree import TreeBatch
 from ddtree.verify import tempered_probs
@@ -72,21 +72,21 @@ class Walked:
 
 @dataclass
 class Readback:
-    """The one thing the host reads per round."""
+    """The one thing the host reads per round; on the device also as one tensor (wire), copied in one transfer."""
     accept_len: torch.Tensor  # [B] long
     bonus: torch.Tensor  # [B] long: the new bonus tokens
     tokens: torch.Tensor  # [B, Q] long: tokens at the accepted nodes (root first), valid up to accept_len
-    bad_logits: torch.Tensor  # [] bool
+    bad_logits: torch.Tensor  # [] bool (a host copy: long, 1 for NaN or +inf)
 
-    def copy_to_host(self) -> Readback:
-        """Copies in pinned memory, queued on the stream without waiting (Flight.done says when they are there)."""
-        cuda = self.tokens.is_cuda
-        host = Readback(*(torch.empty(x.shape, dtype=x.dtype, pin_memory=cuda) for x in
-                          (self.accept_len, self.bonus, self.tokens, self.bad_logits)))
-        for src, dst in zip((self.accept_len, self.bonus, self.tokens, self.bad_logits),
-                            (host.accept_len, host.bonus, host.tokens, host.bad_logits)):
-            dst.copy_(src, non_blocking=cuda)
-        return host
+    def wire(self) -> torch.Tensor:
+        """`[B, 3 + Q]` long: accept_len, bonus, bad_logits, tokens side by side (unwire reads it back)."""
+        flag = self.bad_logits.long().expand(len(self.accept_len), 1)
+        return torch.cat([self.accept_len[:, None], self.bonus[:, None], flag, self.tokens], 1)
+
+    @staticmethod
+    def unwire(wire: torch.Tensor) -> Readback:
+        """The Readback whose wire() is `wire` (views, no copy)."""
+        return Readback(wire[:, 0], wire[:, 1], wire[:, 3:], wire[0, 2])
 
 
 class Flight(NamedTuple):
@@ -129,6 +129,8 @@ class DeviceRound:
         self.verified: Verified | None = None
         self.walked: Walked | None = None
         self.readback: Readback | None = None
+        self.wire: torch.Tensor | None = None  # [B, 3 + Q] the readback in one tensor (Readback.wire)
+        self.host_wires: list | None = None  # two pinned host buffers for it, used by turns
         self.structure = None  # (visible, next_token, next_sibling) of a tree shape that never changes (ar, dflash)
         self.events = None  # two sets of CUDA events between the stages, made once, recorded by turns
         if settings.method == "ar":  # the root alone, every round: no draft, no tree stage
@@ -196,10 +198,11 @@ class DeviceRound:
             probs = tempered_probs(logits, s.temperature, s.top_p)  # [B, Q, V] float64
             walk = verify_sampled_tree if cuda else verify_sampled_tree_ref
             result = walk(*tree, probs, self.coins[0], self.coins[1])
+            bad = ~torch.isfinite(logits).all()
         else:
-            result = (verify_greedy_tree if cuda else verify_greedy_tree_ref)(*tree, logits)
+            argmax, bad = (row_argmax if cuda else row_argmax_ref)(logits)  # [B, Q], any NaN or infinity
+            result = (verify_greedy_tree if cuda else verify_greedy_tree_ref)(*tree, argmax)
         accepted, accept_len, new_bonus = (x.to(self.bonus.device) for x in result)
-        bad = ~torch.isfinite(logits).all()
         if self.settings.method != "ar":  # a -inf draft logit is a 0-probability token
             bad = bad | ~(self.dlogits < math.inf).all()
         # non-finite logits: the commit keeps nothing (accept_len 0), so the state stays that before the round
@@ -211,10 +214,11 @@ class DeviceRound:
             features = self.verified.features
             keep = w.accepted[:, :min(self.rows, self.drafter.block_size)].clamp_min(0)  # [B, R]
             self.drafter.extend(features.gather(1, keep[..., None].expand(-1, -1, features.shape[-1])), seq_lens)
-        self.decoder.commit(w.accepted, w.accept_len)
+        self.decoder.commit(w.accepted, w.accept_len, chain=self.settings.method != "ddtree")  # ar, dflash: chains
         self.bonus.copy_(w.new_bonus)
         self.readback = Readback(w.accept_len, self.bonus, self.packed.ids.gather(1, w.accepted.clamp_min(0)),
                                  w.bad_logits)
+        self.wire = self.readback.wire()
 
     # --------------------------------------------------------------------------------------------- running
     def launch(self, coins: torch.Tensor | None) -> Flight:
@@ -256,7 +260,16 @@ class DeviceRound:
         return Flight(events, readback, done)
 
     def _host_readback(self) -> Readback | None:
-        return self.readback.copy_to_host() if "commit" in self.stages else None
+        """The round's wire, queued for a copy into pinned memory without waiting (Flight.done says when it is
+        there): one of two buffers by turns, as the timers."""
+        if "commit" not in self.stages:
+            return None
+        cuda = self.wire.is_cuda
+        if self.host_wires is None:
+            self.host_wires = [torch.empty(self.wire.shape, dtype=self.wire.dtype, pin_memory=cuda) for _ in range(2)]
+        host = self.host_wires[self.runs % 2]
+        host.copy_(self.wire, non_blocking=cuda)
+        return Readback.unwire(host)
 
     def _stage_functions(self) -> list:
         """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing and
