@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from ddtree._checks import check_int, check_logits
+from ddtree.budget import accepted_within
 from ddtree.record import RequestRound, RoundRecord, load_trace
 from ddtree.tree import DraftTree
 
@@ -175,9 +176,10 @@ def prefix_nodes(tree: DraftTree, continuation: list[int]) -> list[int]:
 
 
 def acceptance_by_budget(nodes: list[int], max_budget: int) -> torch.Tensor:
-    """`acceptance  # [max_budget]` long: 1 + the prefix nodes within each budget 1..max_budget."""
-    budgets = torch.arange(1, max_budget + 1)
-    return 1 + (torch.tensor(nodes, dtype=torch.long)[None, :] <= budgets[:, None]).sum(1)
+    """`acceptance  # [max_budget]` long: 1 + the prefix nodes within each budget 1..max_budget (the smaller trees'
+    walks are the walk cut there: ddtree.budget.accepted_within)."""
+    path = torch.tensor([[0, *nodes]], dtype=torch.long)  # [1, 1 + len(nodes)] root first
+    return 1 + accepted_within(path, torch.arange(1, max_budget + 1))[0]
 
 
 def budget_acceptance(draft_logits: torch.Tensor, continuation: list[int], *,

@@ -12,8 +12,17 @@ one budget for the whole batch (every tree is padded to the same rows anyway). c
 the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead(n) (draft, tree, pack,
 walk, commit: pack and walk grow with the rows) is given (one number for every budget) or learnt from recent rounds'
 time outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at
-least 0), their median before; scale calibrates the draft model's expectation against the acceptance seen so far
-(decayed sums, starting at 1).
+least 0), their median before.
+
+scale[n] calibrates the draft model's expectation against the target, per candidate: (decayed sum of accepted draft
+tokens + PRIOR) / (decayed sum of E[n] + PRIOR), starting at 1. A round at budget m also says exactly what every
+smaller candidate n <= m would have accepted: the tree of budget n is the first n nodes of the same tree, a node's
+target logits depend on its ancestors alone, and the walk (greedy, or sampled with the same per-row coins; a node's
+earlier siblings come before it in pop order) in the smaller tree is the same walk cut at its first node past row n,
+so it accepts the accepted nodes in rows 1..n (up to the rounding of a forward of another size). So each round
+updates every candidate up to its budget with what it would have accepted; a larger candidate, not yet seen, takes
+the scale of the largest one seen. Where the draft model is more overconfident at depth than near the root, one
+scale for all budgets would favour large trees.
 """
 from __future__ import annotations
 
@@ -70,15 +79,17 @@ def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor) -> torch.T
     return mass[:, budgets.clamp_max(mass.shape[1]) - 1]
 
 
-def objective(expected, requests: int, costs: BudgetCosts, overheads, scale: float) -> list[float]:
+def objective(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0) -> list[float]:
     """Expected committed tokens per second at each candidate budget; `expected  # [K]` summed over requests,
-    `overheads  # [K]` seconds per round outside the verify forward (or one number for every candidate)."""
-    if isinstance(overheads, (int, float)):
-        overheads = [overheads] * len(costs.budgets)
-    return [(scale * float(e) + requests) / (c + o) for e, c, o in zip(expected, costs.seconds, overheads)]
+    `overheads  # [K]` seconds per round outside the verify forward and `scale  # [K]` the calibration (either
+    also one number for every candidate)."""
+    k = len(costs.budgets)
+    overheads = [overheads] * k if isinstance(overheads, (int, float)) else overheads
+    scale = [scale] * k if isinstance(scale, (int, float)) else scale
+    return [(a * float(e) + requests) / (c + o) for e, a, c, o in zip(expected, scale, costs.seconds, overheads)]
 
 
-def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale: float = 1.0) -> int:
+def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0) -> int:
     """The candidate budget maximising the objective (the smallest among equals)."""
     if len(expected) != len(costs.budgets):
         raise ValueError(f"expected must hold one value per candidate budget ({len(costs.budgets)}), got "
@@ -89,20 +100,31 @@ def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale:
 
 @dataclass
 class AutoBudget:
-    """The per-round choice of one session: the cost table, the calibration and the learnt overhead."""
+    """The per-round choice of one session: the cost table, the calibration per candidate and the learnt overhead."""
     costs: BudgetCosts
-    accepted: float = 0.0  # decayed sum of accepted draft tokens
-    predicted: float = 0.0  # decayed sum of their expectation under the draft model
+    accepted: list[float] | None = None  # [K] decayed sums of the draft tokens each candidate's tree accepted
+    predicted: list[float] | None = None  # [K] decayed sums of their expectation under the draft model
+    seen: list[bool] | None = None  # [K] whether a round has told the candidate's acceptance
     overheads: list[tuple[int, float]] = field(default_factory=list)  # recent rounds: (budget, seconds outside
     # the verify forward)
     fitted: list[float] = field(init=False, repr=False)  # overhead(), refitted when a round is observed
 
     def __post_init__(self):
+        k = len(self.costs.budgets)
+        self.accepted = [0.0] * k if self.accepted is None else list(self.accepted)
+        self.predicted = [0.0] * k if self.predicted is None else list(self.predicted)
+        self.seen = [False] * k if self.seen is None else list(self.seen)
         self.fitted = self._fit()
 
     @property
-    def scale(self) -> float:
-        return (self.accepted + PRIOR) / (self.predicted + PRIOR)
+    def scale(self) -> list[float]:
+        """[K] accepted over expected per candidate; one not seen yet takes the largest seen candidate's (1 before
+        any round)."""
+        out, last = [], 1.0
+        for a, p, seen in zip(self.accepted, self.predicted, self.seen):
+            last = (a + PRIOR) / (p + PRIOR) if seen else last
+            out.append(last)
+        return out
 
     def overhead(self) -> list[float]:
         """Seconds outside the verify forward at each candidate budget: given; else a line through recent rounds
@@ -127,15 +149,27 @@ class AutoBudget:
     def choose(self, expected, requests: int) -> int:
         return choose_budget(expected, requests, self.costs, self.overhead(), self.scale)
 
-    def observe(self, predicted: float, accepted: int, overhead: float | None, budget: int) -> None:
-        """After a round at `budget`: its expected and actual accepted draft tokens (all requests), and its seconds
-        outside the verify forward (None when the round was not a steady one, e.g. a warm-up or graph-capture
-        round)."""
-        self.predicted = DECAY * self.predicted + predicted
-        self.accepted = DECAY * self.accepted + accepted
+    def observe(self, predicted, accepted, overhead: float | None, budget: int) -> None:
+        """After a round at `budget`: per candidate, its tree's expected (`predicted  # [K]`) and accepted
+        (`accepted  # [K]`, the accepted draft tokens in its first n rows) draft tokens over all requests, read for
+        the candidates up to `budget` (module docstring); and the round's seconds outside the verify forward (None
+        when the round was not a steady one, e.g. a warm-up or graph-capture round)."""
+        for k, n in enumerate(self.costs.budgets):
+            if n <= budget:
+                self.predicted[k] = DECAY * self.predicted[k] + float(predicted[k])
+                self.accepted[k] = DECAY * self.accepted[k] + float(accepted[k])
+                self.seen[k] = True
         if overhead is not None and self.costs.overhead is None:
             self.overheads = (self.overheads + [(budget, overhead)])[-OVERHEAD_SAMPLES:]
             self.fitted = self._fit()
 
     def copy(self) -> AutoBudget:
-        return AutoBudget(self.costs, self.accepted, self.predicted, list(self.overheads))
+        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads))
+
+
+def accepted_within(accepted: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
+    """`accepted  # [B, Q]` accepted rows of each tree in pop order (root first, -1 padded), `budgets  # [K]` ->
+    `[B, K]` long: the accepted draft tokens in rows 1..budgets[k], what the tree of that budget accepted (module
+    docstring). No host synchronisation (CUDA-graph capturable)."""
+    rows = accepted[:, 1:, None]  # [B, Q - 1, 1]
+    return ((rows >= 1) & (rows <= budgets)).sum(1)

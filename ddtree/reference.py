@@ -147,10 +147,11 @@ class ReferenceBackend:
                     kept = torch.tensor(result.accepted)
                     pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
                                                 ctx + tree.depths[kept])
-        if settings.auto:
-            accepted = sum(len(v.result.committed) - 1 for v in verified)
-            self.unobserved = (expected[self.auto.costs.budgets.index(chosen)], accepted,
-                               time.perf_counter() - t0 - times["verify"] if self.warm else None, chosen)
+        if settings.auto:  # what each candidate's tree accepted: the accepted nodes in its rows (ddtree.budget)
+            within = [sum(1 <= node <= n for v in verified for node in v.result.accepted[1:])
+                      for n in self.auto.costs.budgets]
+            self.unobserved = (expected, within, time.perf_counter() - t0 - times["verify"] if self.warm else None,
+                               chosen)
         self.warm = True
         return Ran(settings, verified, times, q, chosen)
 

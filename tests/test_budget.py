@@ -7,7 +7,7 @@ import torch
 
 import ddtree
 from ddtree import BudgetCosts, Session
-from ddtree.budget import AutoBudget, choose_budget, expected_accepts, objective
+from ddtree.budget import AutoBudget, accepted_within, choose_budget, expected_accepts, objective
 from ddtree.engine import NativeDecoder
 from ddtree.engine.device_round import measure_verify_costs
 from ddtree.models import tiny_random_pair
@@ -98,17 +98,63 @@ def test_choose_budget_maximises_tokens_per_second():
     assert choose_budget([2.0, 2.0], 1, BudgetCosts((8, 64), (1.0, 1.0)), 0.0) == 8  # ties: the smaller
 
 
-def test_auto_budget_learns_the_overhead_and_calibrates_the_drafter():
+def test_auto_budget_learns_the_overhead_and_calibrates_the_drafter_per_candidate():
     auto = AutoBudget(BudgetCosts((8, 64), (1e-3, 2e-3)))
-    assert auto.scale == 1.0 and auto.overhead() == [1e-3, 1e-3]  # no round seen: the smallest verify time
+    assert auto.scale == [1.0, 1.0] and auto.overhead() == [1e-3, 1e-3]  # no round seen: the smallest verify time
     for overhead in (5e-4, 9e-4, None, 7e-4):
-        auto.observe(predicted=4.0, accepted=2, overhead=overhead, budget=8)
+        auto.observe(predicted=[4.0, 9.0], accepted=[2, 2], overhead=overhead, budget=8)
     assert auto.overhead() == [7e-4, 7e-4]  # one budget seen: the median of the steady rounds
-    assert auto.scale < 1.0  # the drafter promised more than the target accepted
+    low = auto.scale[0]
+    assert low < 1.0 and auto.scale == [low, low]  # the drafter promised more; 64, not seen, takes 8's scale
+    auto.observe(predicted=[4.0, 9.0], accepted=[2, 3], overhead=None, budget=64)  # a round at 64 tells both
+    assert auto.scale[0] == pytest.approx((2 * (1 + 0.9 + 0.9 ** 2 + 0.9 ** 3 + 0.9 ** 4) + 4)
+                                          / (4 * (1 + 0.9 + 0.9 ** 2 + 0.9 ** 3 + 0.9 ** 4) + 4))
+    assert auto.scale[1] == pytest.approx((3 + 4) / (9 + 4)) and auto.scale[1] < auto.scale[0]
     twin = auto.copy()
-    twin.observe(predicted=0.0, accepted=30, overhead=1.0, budget=8)
-    assert twin.scale > 1.0 and auto.overhead() == [7e-4, 7e-4]  # copies are independent
+    twin.observe(predicted=[0.0, 0.0], accepted=[30, 30], overhead=1.0, budget=64)
+    assert min(twin.scale) > 1.0 and auto.scale[1] < 1.0 and auto.overhead() == [7e-4, 7e-4]  # copies: independent
     assert AutoBudget(BudgetCosts((8,), (1.0,), overhead=0.25)).overhead() == [0.25]
+
+
+def test_per_candidate_scales_choose_the_budget_the_target_rewards():
+    """A drafter overconfident at depth: the deep nodes of the large tree promise tokens the target never
+    accepts. One scale for all budgets (the old rule) keeps the large tree; per-candidate scales learn that its
+    extra nodes add nothing and choose the small one."""
+    costs = BudgetCosts((8, 64), (1.0, 1.2), overhead=0.0)
+    expected = [2.0, 6.0]  # the draft model's expectation per round
+    auto = AutoBudget(costs)
+    for _ in range(40):
+        budget = auto.choose(expected, 1)
+        auto.observe(expected, [1.5, 1.5] if budget == 64 else [1.5, 0], None, budget)  # 64 adds no accepted token
+    assert auto.choose(expected, 1) == 8
+    one_scale = 1.5 / 6.0  # the old rule's calibration at the large budget: accepted over expected there
+    assert choose_budget(expected, 1, costs, 0.0, one_scale) == 64
+
+
+def test_accepted_within_counts_the_accepted_rows_of_each_smaller_tree():
+    accepted = torch.tensor([[0, 2, 5, 9, -1], [0, -1, -1, -1, -1], [0, 1, 3, 4, 40]])  # [B, Q] root first
+    got = accepted_within(accepted, torch.tensor([1, 4, 8, 64]))
+    assert got.tolist() == [[0, 1, 2, 3], [0, 0, 0, 0], [1, 3, 3, 4]]
+
+
+@pytest.mark.parametrize("verify", ["greedy", "sampled"])
+def test_a_smaller_tree_accepts_the_accepted_path_cut_at_its_budget(verify):
+    """What accepted_within counts is exact: the walk of the tree's first n + 1 rows, with the same target logits
+    and coins on those rows, accepts the accepted path's nodes in rows 1..n, for every n (greedy and sampled)."""
+    g = torch.Generator().manual_seed(4)
+    for trial in range(30):
+        dlogits = torch.randn(5, 12, generator=g) * 3  # [depth, vocab]
+        tree = ddtree.build_tree(dlogits, 24)
+        depth = tree.depths.clamp_max(dlogits.shape[0] - 1)  # a target close to the draft: long accepted paths
+        logits = dlogits[depth] + torch.randn(tree.n_nodes, 12, generator=g)
+        coins = torch.rand(2, tree.n_nodes, generator=g, dtype=torch.float64)
+        walk = (lambda t, x, c: ddtree.verify_greedy(t, x)) if verify == "greedy" else \
+            (lambda t, x, c: ddtree.verify_sampled(t, x, 0.8, coins=c))
+        full = walk(tree, logits, coins).accepted
+        for n in range(tree.n_nodes):
+            cut = walk(tree.first(n + 1), logits[:n + 1], coins[:, :n + 1]).accepted
+            assert cut == [i for i in full if i <= n], (trial, n)
+            assert len(cut) - 1 == int(accepted_within(torch.tensor([full]), torch.tensor([n]))[0, 0])
 
 
 def test_auto_budget_fits_an_overhead_that_grows_with_the_budget():
@@ -116,11 +162,11 @@ def test_auto_budget_fits_an_overhead_that_grows_with_the_budget():
     falling line is clamped flat, noise cannot make larger trees look cheaper)."""
     auto = AutoBudget(BudgetCosts((8, 16, 32, 64), (1e-3,) * 4))
     for budget, seconds in ((16, 1.1e-4), (16, 0.9e-4), (32, 2.1e-4), (32, 1.9e-4)):
-        auto.observe(predicted=1.0, accepted=1, overhead=seconds, budget=budget)
+        auto.observe(predicted=[1.0] * 4, accepted=[1] * 4, overhead=seconds, budget=budget)
     assert auto.overhead() == pytest.approx([0.5e-4, 1e-4, 2e-4, 4e-4])
     falling = AutoBudget(BudgetCosts((8, 64), (1e-3, 1e-3)))
     for budget, seconds in ((8, 3e-4), (64, 1e-4)):
-        falling.observe(predicted=1.0, accepted=1, overhead=seconds, budget=budget)
+        falling.observe(predicted=[1.0] * 2, accepted=[1] * 2, overhead=seconds, budget=budget)
     assert falling.overhead() == pytest.approx([2e-4, 2e-4])
     # the choice follows: with the same verify cost the larger trees pay their overhead (2/1.05, 2.5/1.1, 2.6/1.2,
     # 2.7/1.4 tokens a ms); one flat overhead (the median) would pick the largest

@@ -46,7 +46,7 @@ class InFlight(NamedTuple):
     head: DeviceRound | None = None  # budget="auto": the head that drafted and built the trees
     head_timers: object = None
     budget: int | None = None  # budget="auto": the budget chosen
-    expected: float = 0.0  # budget="auto": the chosen budget's expected accepted draft tokens (all requests)
+    expected: tuple = ()  # budget="auto": [K] each candidate's expected accepted draft tokens (all requests)
     warm: bool = False  # budget="auto": head and tail ran at full speed (their time is a steady overhead sample)
     undo: tuple = (None, None)  # budget="auto": (AutoBudget, the unobserved round) before this one started
 
@@ -54,8 +54,8 @@ class InFlight(NamedTuple):
 class Observation(NamedTuple):
     """What a landed budget="auto" round teaches the choice (AutoBudget.observe's arguments), read from its timers
     once: a later launch of the same rounds records those timers again."""
-    expected: float
-    accepted: int  # draft tokens accepted, all requests
+    expected: tuple  # [K] per candidate budget: expected accepted draft tokens, all requests
+    accepted: tuple  # [K] the draft tokens its tree accepted (read for candidates up to `budget`), all requests
     overhead: float | None  # stage seconds outside the verify (None: not a steady sample)
     budget: int
 
@@ -192,7 +192,7 @@ class NativeBackend:
         self.last_round = tail
         flight = tail.launch(None if coins is None else coins[..., :budget + 1])
         previous = self.unobserved
-        self.unobserved = InFlight(tail, flight, head, timers, budget, expected[costs.budgets.index(budget)], warm,
+        self.unobserved = InFlight(tail, flight, head, timers, budget, tuple(expected), warm,
                                    (self.auto.copy(), previous))
         if previous is not None:  # done: this round's head ran after it
             self._observe(previous)
@@ -215,7 +215,7 @@ class NativeBackend:
         if bool(readback.bad_logits):
             return None
         times = round_.head.seconds(round_.head_timers) | times
-        return Observation(round_.expected, int(readback.accept_len.sum()) - len(readback.accept_len),
+        return Observation(round_.expected, tuple(readback.within.sum(0).tolist()),
                            sum(times.values()) - times["verify"] if round_.warm else None, round_.budget)
 
     def _tail(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None, cuda_graphs=None):

@@ -21,7 +21,8 @@ budget="auto" splits a round in two (ddtree.engine.backend): a head DeviceRound 
 candidate budget and the expected acceptance per candidate (ddtree.budget.expected_accepts, summed over the
 requests); the host reads that (K floats: the round's one wait before its tail) and picks the budget; the tail
 DeviceRound of that budget (one per budget, each with its own graphs) cuts the head's trees to its rows and runs
-pack, verify, walk, commit.
+pack, verify, walk, commit, its Readback also holding what each candidate's tree would have accepted
+(ddtree.budget.accepted_within).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree.batch import pack_verify_batch
-from ddtree.budget import expected_accepts
+from ddtree.budget import accepted_within, expected_accepts
 from ddtree.engine.decoder import FlatMask
 from ddtree.kernels.tree_build import select_trees
 from ddtree.kernels.tree_pack import tree_structure
@@ -77,16 +78,21 @@ class Readback:
     bonus: torch.Tensor  # [B] long: the new bonus tokens
     tokens: torch.Tensor  # [B, Q] long: tokens at the accepted nodes (root first), valid up to accept_len
     bad_logits: torch.Tensor  # [] bool (a host copy: long, 1 for NaN or +inf)
+    within: torch.Tensor | None = None  # [B, K] long (a budget="auto" tail): accepted draft tokens in the first
+    # n rows for each candidate budget n (ddtree.budget.accepted_within)
 
     def wire(self) -> torch.Tensor:
-        """`[B, 3 + Q]` long: accept_len, bonus, bad_logits, tokens side by side (unwire reads it back)."""
+        """`[B, 3 + K + Q]` long: accept_len, bonus, bad_logits, within (K = 0 without), tokens side by side
+        (unwire reads it back)."""
         flag = self.bad_logits.long().expand(len(self.accept_len), 1)
-        return torch.cat([self.accept_len[:, None], self.bonus[:, None], flag, self.tokens], 1)
+        within = [] if self.within is None else [self.within]
+        return torch.cat([self.accept_len[:, None], self.bonus[:, None], flag, *within, self.tokens], 1)
 
     @staticmethod
-    def unwire(wire: torch.Tensor) -> Readback:
-        """The Readback whose wire() is `wire` (views, no copy)."""
-        return Readback(wire[:, 0], wire[:, 1], wire[:, 3:], wire[0, 2])
+    def unwire(wire: torch.Tensor, candidates: int = 0) -> Readback:
+        """The Readback whose wire() is `wire`, with `candidates` = K (views, no copy)."""
+        within = wire[:, 3:3 + candidates] if candidates else None
+        return Readback(wire[:, 0], wire[:, 1], wire[:, 3 + candidates:], wire[0, 2], within)
 
 
 class Flight(NamedTuple):
@@ -129,7 +135,7 @@ class DeviceRound:
         self.verified: Verified | None = None
         self.walked: Walked | None = None
         self.readback: Readback | None = None
-        self.wire: torch.Tensor | None = None  # [B, 3 + Q] the readback in one tensor (Readback.wire)
+        self.wire: torch.Tensor | None = None  # [B, 3 + K + Q] the readback in one tensor (Readback.wire)
         self.host_wires: list | None = None  # two pinned host buffers for it, used by turns
         self.structure = None  # (visible, next_token, next_sibling) of a tree shape that never changes (ar, dflash)
         self.events = None  # two sets of CUDA events between the stages, made once, recorded by turns
@@ -216,8 +222,9 @@ class DeviceRound:
             self.drafter.extend(features.gather(1, keep[..., None].expand(-1, -1, features.shape[-1])), seq_lens)
         self.decoder.commit(w.accepted, w.accept_len, chain=self.settings.method != "ddtree")  # ar, dflash: chains
         self.bonus.copy_(w.new_bonus)
+        within = None if self.head is None else accepted_within(w.accepted, self.head.candidates)  # [B, K]
         self.readback = Readback(w.accept_len, self.bonus, self.packed.ids.gather(1, w.accepted.clamp_min(0)),
-                                 w.bad_logits)
+                                 w.bad_logits, within)
         self.wire = self.readback.wire()
 
     # --------------------------------------------------------------------------------------------- running
@@ -269,7 +276,7 @@ class DeviceRound:
             self.host_wires = [torch.empty(self.wire.shape, dtype=self.wire.dtype, pin_memory=cuda) for _ in range(2)]
         host = self.host_wires[self.runs % 2]
         host.copy_(self.wire, non_blocking=cuda)
-        return Readback.unwire(host)
+        return Readback.unwire(host, 0 if self.head is None else len(self.head.candidates))
 
     def _stage_functions(self) -> list:
         """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing and
