@@ -32,7 +32,8 @@ def graphed_ms(fn, replays: int) -> float:
 def forward(decoder: NativeDecoder, batch: int, rows: int, context: int, decode: bool):
     """A closure running one forward of `rows` chain rows per request after `context` committed tokens."""
     decoder.seq_lens.fill_(context)
-    ids = torch.randint(0, decoder.lm_head.weight.shape[0], (batch, rows), device=decoder.device)
+    g = torch.Generator(device=decoder.device).manual_seed(batch * 1000 + rows)  # the same ids for both paths
+    ids = torch.randint(0, decoder.lm_head.weight.shape[0], (batch, rows), device=decoder.device, generator=g)
     positions = context + torch.arange(rows, device=decoder.device).expand(batch, -1)
     parents = torch.arange(-1, rows - 1, device=decoder.device).expand(batch, -1).contiguous()
     slots = slice(0, batch)
