@@ -21,7 +21,7 @@ from typing import NamedTuple
 import torch
 
 from ddtree.batch import expected_mask, pack_verify_batch
-from ddtree.budget import AutoBudget, BudgetCosts, expected_accepts
+from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
 from ddtree.settings import AUTO_BUDGETS, STAGES, Settings, num_draft_tokens
@@ -148,8 +148,7 @@ class ReferenceBackend:
                     pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
                                                 ctx + tree.depths[kept])
         if settings.auto:  # what each candidate's tree accepted: the accepted nodes in its rows (ddtree.budget)
-            within = [sum(1 <= node <= n for v in verified for node in v.result.accepted[1:])
-                      for n in self.auto.costs.budgets]
+            within = sum(accepted_within(torch.tensor([v.result.accepted]), candidates)[0] for v in verified).tolist()
             self.unobserved = (expected, within, time.perf_counter() - t0 - times["verify"] if self.warm else None,
                                chosen)
         self.warm = True
