@@ -5,13 +5,13 @@ and sampled (T=1), on two prompt sets: code prompts (the drafter's home ground) 
 All methods run on the same native engine (static cache, Triton tree attention and CUDA graphs on a GPU; the fused
 target and drafter forwards unless --no-fused, both with --compare-unfused), so the ratios are fair; the plain
 Hugging Face path is timed for reference. Per prompt and configuration two rounds (the first warms up, the second
-captures the graphs; budget="auto" measures its cost table, then captures its head and every budget's tail in the
+captures the graphs; budget="auto" measures its cost table, then captures every candidate budget's round in the
 first) precede the timed run. The auto cost table is measured once per engine variant and given to the later
 sessions (budget_costs). Stage times are CUDA-event times of the device round (ddtree.engine.device_round):
 overhead_pct = draft + tree + pack + commit as a share of the round's wall time, spec_pct = the same plus the walk
 (everything speculation adds around the verify forward), walk_ms = the walk's time a round, host_pct = the wall
 time no stage covers (the device waiting for launches, readbacks, Python: with overlapped rounds only the gaps
-between stage graphs and budget="auto"'s wait before its tail), mean_budget = the budget the rounds used (auto:
+between stage graphs), mean_budget = the budget the rounds used (auto:
 chosen).
 Autoregressive rows run the target alone (a pair without the drafter: no drafter context to extend). Ratios
 x_ar / x_dflash compare rows of the same prompt set, path and temperature; with --exact every native row

@@ -1,18 +1,25 @@
 """budget="auto": each round's DDTree budget chosen from the drafter's confidence and the verify cost per budget.
 
-One round builds the tree at the largest candidate budget; DDTree's nodes come in pop order (decreasing path
-score), so the tree of budget n is its first n nodes. Under the draft model the expected number of accepted draft
-tokens of that tree is E[n] = sum of exp(node log-weight) over its first n nodes (each node is accepted exactly when
-its whole path is). A round at budget n commits E[n] + 1 tokens per request in expectation (the bonus token) and
-costs cost(n) + overhead(n) seconds, so the round's budget is
+DDTree's nodes come in pop order (decreasing path score), so the tree of budget n is the first n nodes of any
+larger tree. Under the draft model the expected number of accepted draft tokens of that tree is E[n] = sum of
+exp(node log-weight) over its first n nodes (each node is accepted exactly when its whole path is). A round at
+budget n commits E[n] + 1 tokens per request in expectation (the bonus token) and costs cost(n) + overhead(n)
+seconds, so the round's budget is
 
-    argmax over candidates n of  (scale * sum_b E_b[n] + B) / (cost(n) + overhead(n))
+    argmax over candidates n of  (scale[n] * sum_b E_b[n] + B) / (cost(n) + overhead(n))
 
 one budget for the whole batch (every tree is padded to the same rows anyway). cost(n) is measured on the device at
 the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead(n) (draft, tree, pack,
-walk, commit: pack and walk grow with the rows) is given (one number for every budget) or learnt from recent rounds'
-time outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at
-least 0), their median before.
+walk, commit: they grow with the rows) is given (one number for every budget) or learnt from recent rounds' time
+outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at least
+0), their median before.
+
+The choice never makes the device wait. Round r's budget is chosen before round r is queued, from E of round r - 2's
+trees: the engine queues round r behind round r - 1, so r - 2 is the latest round surely read back (a session that
+steps uses the same lag, so stepping and running choose alike). The first two rounds run at the middle candidate
+(start_budget). A round at budget n builds its trees at the next larger candidate (lookahead), verifies their first
+n nodes and tells E for the candidates up to that build (NaN above): the budget can climb one candidate a round and
+fall to any candidate.
 
 scale[n] calibrates the draft model's expectation against the target, per candidate: (decayed sum of accepted draft
 tokens + PRIOR) / (decayed sum of E[n] + PRIOR), starting at 1. A round at budget m also says exactly what every
@@ -71,18 +78,31 @@ def _seconds(name: str, value) -> float:
     return float(value)
 
 
-def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
+def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor, built: int | None = None) -> torch.Tensor:
     """`node_logws  # [B, Q]` float64 trees in pop order (root first, padding -inf), `budgets  # [K]` long on their
     device -> E  # [B, K]: the expected accepted draft tokens of each tree's first budgets[k] nodes under the draft
-    model. No host synchronisation (CUDA-graph capturable)."""
+    model; NaN for a budget above `built`, the budget the trees were built at (their first nodes are not that
+    tree). No host synchronisation (CUDA-graph capturable)."""
     mass = torch.exp(node_logws[:, 1:]).cumsum(1)  # [B, Q - 1]: E of the first 1, 2, ... nodes
-    return mass[:, budgets.clamp_max(mass.shape[1]) - 1]
+    expected = mass[:, budgets.clamp_max(mass.shape[1]) - 1]
+    return expected if built is None else expected.masked_fill(budgets > built, math.nan)
+
+
+def start_budget(budgets: tuple[int, ...]) -> int:
+    """The budget of the rounds before any expectation is known: the middle candidate (the lower of two)."""
+    return budgets[(len(budgets) - 1) // 2]
+
+
+def lookahead(budgets: tuple[int, ...], budget: int) -> int:
+    """The budget a round at `budget` builds its trees at: the next larger candidate (itself at the top), so that it
+    tells the expectation one candidate further."""
+    return next((b for b in budgets if b > budget), budget)
 
 
 def objective(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0) -> list[float]:
-    """Expected committed tokens per second at each candidate budget; `expected  # [K]` summed over requests,
-    `overheads  # [K]` seconds per round outside the verify forward and `scale  # [K]` the calibration (either
-    also one number for every candidate)."""
+    """Expected committed tokens per second at each candidate budget (NaN where the expectation is); `expected  # [K]`
+    summed over requests (NaN: not known), `overheads  # [K]` seconds per round outside the verify forward and
+    `scale  # [K]` the calibration (either also one number for every candidate)."""
     k = len(costs.budgets)
     overheads = [overheads] * k if isinstance(overheads, (int, float)) else overheads
     scale = [scale] * k if isinstance(scale, (int, float)) else scale
@@ -90,23 +110,27 @@ def objective(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0)
 
 
 def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0) -> int:
-    """The candidate budget maximising the objective (the smallest among equals)."""
-    if len(expected) != len(costs.budgets):
-        raise ValueError(f"expected must hold one value per candidate budget ({len(costs.budgets)}), got "
-                         f"{len(expected)}")
+    """The candidate budget maximising the objective among those whose expectation is known (the smallest among
+    equals)."""
+    if len(expected) != len(costs.budgets) or all(math.isnan(e) for e in expected):
+        raise ValueError(f"expected must hold one value per candidate budget ({len(costs.budgets)}), not all NaN, "
+                         f"got {list(expected)!r}")
     rate = objective(expected, requests, costs, overheads, scale)
-    return costs.budgets[max(range(len(rate)), key=lambda k: (rate[k], -k))]
+    known = [k for k in range(len(rate)) if not math.isnan(rate[k])]
+    return costs.budgets[max(known, key=lambda k: (rate[k], -k))]
 
 
 @dataclass
 class AutoBudget:
-    """The per-round choice of one session: the cost table, the calibration per candidate and the learnt overhead."""
+    """The per-round choice of one session: the cost table, the calibration per candidate, the learnt overhead and
+    the latest expectations (module docstring: what round r's choice knows is what rounds up to r - 2 told)."""
     costs: BudgetCosts
     accepted: list[float] | None = None  # [K] decayed sums of the draft tokens each candidate's tree accepted
     predicted: list[float] | None = None  # [K] decayed sums of their expectation under the draft model
     seen: list[bool] | None = None  # [K] whether a round has told the candidate's acceptance
     overheads: list[tuple[int, float]] = field(default_factory=list)  # recent rounds: (budget, seconds outside
     # the verify forward)
+    latest: tuple | None = None  # [K] the last observed round's expectations, all requests (NaN: above its build)
     fitted: list[float] = field(init=False, repr=False)  # overhead(), refitted when a round is observed
 
     def __post_init__(self):
@@ -146,14 +170,19 @@ class AutoBudget:
                     / sum((n - mean_n) ** 2 for n in budgets))
         return [max(0.0, mean_s + slope * (n - mean_n)) for n in self.costs.budgets]
 
-    def choose(self, expected, requests: int) -> int:
-        return choose_budget(expected, requests, self.costs, self.overhead(), self.scale)
+    def choose(self, requests: int) -> int:
+        """The next round's budget, from the latest observed round's expectations (start_budget before any)."""
+        if self.latest is None:
+            return start_budget(self.costs.budgets)
+        return choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale)
 
     def observe(self, predicted, accepted, overhead: float | None, budget: int) -> None:
         """After a round at `budget`: per candidate, its tree's expected (`predicted  # [K]`) and accepted
         (`accepted  # [K]`, the accepted draft tokens in its first n rows) draft tokens over all requests, read for
         the candidates up to `budget` (module docstring); and the round's seconds outside the verify forward (None
-        when the round was not a steady one, e.g. a warm-up or graph-capture round)."""
+        when the round was not a steady one, e.g. a warm-up or graph-capture round). Its expectations (NaN above the
+        budget its trees were built at) choose the next budget."""
+        self.latest = tuple(float(e) for e in predicted)
         for k, n in enumerate(self.costs.budgets):
             if n <= budget:
                 self.predicted[k] = DECAY * self.predicted[k] + float(predicted[k])
@@ -164,7 +193,7 @@ class AutoBudget:
             self.fitted = self._fit()
 
     def copy(self) -> AutoBudget:
-        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads))
+        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads), self.latest)
 
 
 def accepted_within(accepted: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:

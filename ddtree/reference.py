@@ -8,10 +8,11 @@ entries are kept in the target cache (compaction) and their target features exte
 Invariant between rounds: a request's caches hold every committed token but the last (the bonus, which roots the
 next tree).
 
-budget="auto" (ddtree.budget) is chosen here too, on the host: every request's tree is built at the largest
-candidate, the budget maximising the objective over the batch is picked, and the trees are cut to it before the
-verify forwards. The cost table is measured on the first such round (one target forward of the first request per
-candidate, times the batch: this backend verifies the requests one after the other) unless the session was given one.
+budget="auto" (ddtree.budget) is chosen here too, on the host, by the engine's rule: from what the round two before
+told, every request's tree is built one candidate past the chosen budget (each candidate's expectation up to there)
+and cut to the chosen budget before the verify forwards. The cost table is measured on the first such round (one
+target forward of the first request per candidate, times the batch: this backend verifies the requests one after the
+other) unless the session was given one.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import NamedTuple
 import torch
 
 from ddtree.batch import expected_mask, pack_verify_batch
-from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts
+from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
 from ddtree.settings import AUTO_BUDGETS, STAGES, Settings, num_draft_tokens
@@ -58,7 +59,8 @@ class ReferenceBackend:
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.warm = False  # a round has run (the next one's time counts for the learnt overhead)
-        self.unobserved = None  # budget="auto": the last round's AutoBudget.observe arguments (the next round's)
+        self.unobserved = []  # budget="auto": the last two rounds' AutoBudget.observe arguments, oldest first; the
+        # oldest is observed when the next round is chosen
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -100,10 +102,16 @@ class ReferenceBackend:
         pair, batch = self.pair, len(tokens)
         t0, times = time.perf_counter(), dict.fromkeys(STAGES, 0.0)
         budgets, chosen = settings.budgets(batch), None
-        if settings.auto:
+        if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:
                 self.auto = AutoBudget(self.given_costs or BudgetCosts(AUTO_BUDGETS, self.measure_costs(AUTO_BUDGETS)))
-            budgets = [max(self.auto.costs.budgets)] * batch
+            auto, pending = self.auto.copy(), self.unobserved
+            if len(pending) == 2:
+                auto.observe(*pending[0])
+                pending = pending[1:]
+            chosen = auto.choose(batch)
+            build = lookahead(auto.costs.budgets, chosen)
+            budgets = [build] * batch
         drafted = []  # per request: (draft logits, tree)
         for b, toks in enumerate(tokens):
             with timed(times, "draft", pair.device):
@@ -113,12 +121,8 @@ class ReferenceBackend:
         q = num_draft_tokens(settings, pair)
         if settings.auto:
             with timed(times, "tree", pair.device):
-                candidates = torch.tensor(self.auto.costs.budgets)
-                expected = sum(expected_accepts(t.node_logws[None], candidates)[0] for _, t in drafted).tolist()
-                chosen = self.auto.choose(expected, batch)
-                if self.unobserved is not None:  # the round before, observed after this choice (as on the engine)
-                    self.auto.observe(*self.unobserved)
-                    self.unobserved = None
+                candidates = torch.tensor(auto.costs.budgets)
+                expected = sum(expected_accepts(t.node_logws[None], candidates, build)[0] for _, t in drafted).tolist()
                 drafted = [(d, t.first(chosen + 1)) for d, t in drafted]
             q = chosen + 1
         verified: list[RequestVerified] = []
@@ -149,8 +153,8 @@ class ReferenceBackend:
                                                 ctx + tree.depths[kept])
         if settings.auto:  # what each candidate's tree accepted: the accepted nodes in its rows (ddtree.budget)
             within = sum(accepted_within(torch.tensor([v.result.accepted]), candidates)[0] for v in verified).tolist()
-            self.unobserved = (expected, within, time.perf_counter() - t0 - times["verify"] if self.warm else None,
-                               chosen)
+            overhead = time.perf_counter() - t0 - times["verify"] if self.warm else None
+            self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen)]
         self.warm = True
         return Ran(settings, verified, times, q, chosen)
 
@@ -167,6 +171,6 @@ class ReferenceBackend:
         twin.pair, twin.max_len = self.pair, self.max_len
         twin.target_caches = [c.clone() for c in self.target_caches]
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
-        twin.given_costs, twin.warm, twin.unobserved = self.given_costs, self.warm, self.unobserved
+        twin.given_costs, twin.warm, twin.unobserved = self.given_costs, self.warm, list(self.unobserved)
         twin.auto = None if self.auto is None else self.auto.copy()
         return twin

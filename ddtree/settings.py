@@ -70,7 +70,7 @@ class Settings:
 
     @property
     def max_budget(self) -> int:
-        """The largest budget a round may use (for "auto": the largest candidate, the tree every round builds)."""
+        """The largest budget a round may use (for "auto": the largest candidate)."""
         if self.auto:
             return max(AUTO_BUDGETS)
         return max(self.budget) if isinstance(self.budget, tuple) else self.budget

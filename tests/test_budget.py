@@ -7,7 +7,8 @@ import torch
 
 import ddtree
 from ddtree import BudgetCosts, Session
-from ddtree.budget import AutoBudget, accepted_within, choose_budget, expected_accepts, objective
+from ddtree.budget import (AutoBudget, accepted_within, choose_budget, expected_accepts, lookahead, objective,
+                           start_budget)
 from ddtree.engine import NativeDecoder
 from ddtree.engine.device_round import measure_verify_costs
 from ddtree.models import tiny_random_pair
@@ -123,10 +124,11 @@ def test_per_candidate_scales_choose_the_budget_the_target_rewards():
     costs = BudgetCosts((8, 64), (1.0, 1.2), overhead=0.0)
     expected = [2.0, 6.0]  # the draft model's expectation per round
     auto = AutoBudget(costs)
+    assert auto.choose(1) == 8  # no round observed: the start budget
     for _ in range(40):
-        budget = auto.choose(expected, 1)
+        budget = auto.choose(1)
         auto.observe(expected, [1.5, 1.5] if budget == 64 else [1.5, 0], None, budget)  # 64 adds no accepted token
-    assert auto.choose(expected, 1) == 8
+    assert auto.choose(1) == 8
     one_scale = 1.5 / 6.0  # the old rule's calibration at the large budget: accepted over expected there
     assert choose_budget(expected, 1, costs, 0.0, one_scale) == 64
 
@@ -171,7 +173,7 @@ def test_auto_budget_fits_an_overhead_that_grows_with_the_budget():
     # the choice follows: with the same verify cost the larger trees pay their overhead (2/1.05, 2.5/1.1, 2.6/1.2,
     # 2.7/1.4 tokens a ms); one flat overhead (the median) would pick the largest
     expected = [1.0, 1.5, 1.6, 1.7]
-    assert auto.choose(expected, 1) == 16
+    assert choose_budget(expected, 1, auto.costs, auto.overhead(), auto.scale) == 16
     assert choose_budget(expected, 1, auto.costs, 1.5e-4, auto.scale) == 64
 
 
@@ -192,18 +194,33 @@ def test_auto_sessions_choose_alike_on_both_backends(confident_pair, verify):
         assert rec.budget in SMALL and rec.num_draft_tokens == rec.budget + 1
         assert all(req.tree.n_nodes <= rec.budget + 1 for req in rec.requests)
     assert native.budget_costs == ref.budget_costs == costs
+    budgets = [r.budget for r in native.records]  # chosen from the round two before, one candidate past its budget
+    assert budgets[:2] == [start_budget(SMALL)] * 2
+    assert all(b <= lookahead(SMALL, before) for b, before in zip(budgets[2:], budgets))
     if verify == "greedy":
         assert got == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(16, stop_on_eos=False)]
 
 
 def test_auto_follows_the_costs(pair):
-    """Flat costs: the largest candidate every round; costs growing faster than any tree's expectation: the
-    smallest."""
+    """Flat costs: the largest candidate once the first round has told its expectation; costs growing faster than
+    any tree's expectation: the smallest. The first two rounds run at the middle candidate."""
     flat = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
     steep = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1e3, 1e6)),
                     backend="native")
-    for _ in range(3):
-        assert flat.step().budget == 8 and steep.step().budget == 2
+    assert [flat.step().budget for _ in range(5)] == [4, 4, 8, 8, 8]
+    assert [steep.step().budget for _ in range(5)] == [4, 4, 2, 2, 2]
+
+
+def test_the_choice_knows_the_candidates_up_to_the_build():
+    """A round tells the expectation of the candidates up to the budget its trees were built at (NaN above), and
+    the next choice is made among those: a larger candidate is reached one candidate a round."""
+    node_logws = torch.log(torch.tensor([[1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]], dtype=torch.float64))
+    got = expected_accepts(node_logws, torch.tensor([2, 4, 8]), built=4)[0]
+    assert got[:2].tolist() == pytest.approx([1.7, 3.0]) and math.isnan(got[2])
+    costs = BudgetCosts(SMALL, (1.0, 1.0, 1.0), overhead=0.0)
+    assert choose_budget(got.tolist(), 1, costs, 0.0) == 4  # 8 would be better, but is not known
+    assert [lookahead(SMALL, b) for b in SMALL] == [4, 8, 8] and start_budget(SMALL) == 4
+    assert start_budget((8, 16, 32, 64, 128, 256)) == 32 and start_budget((8,)) == 8
 
 
 def test_measured_cost_tables(pair):
@@ -232,6 +249,7 @@ def test_auto_fork_and_bad_input(pair):
     s.step()
     chain = s.fork(method="dflash")  # an inherited "auto" does not apply to the chain
     assert chain.settings.method == "dflash" and chain.step().method == "dflash"
+    s.step()
     assert s.fork().step().budget == 8 and s.step().budget == 8
     with pytest.raises(ValueError, match="needs method='ddtree'"):
         s.fork(method="ar", budget="auto")
@@ -255,12 +273,14 @@ def test_auto_fork_and_bad_input(pair):
         BudgetCosts((8,), (1.0,), overhead=-1.0)
     with pytest.raises(ValueError, match="one value per candidate"):
         choose_budget([1.0], 1, BudgetCosts(SMALL, (1.0, 1.0, 1.0)), 0.0)
+    with pytest.raises(ValueError, match="not all NaN"):
+        choose_budget([math.nan] * 3, 1, BudgetCosts(SMALL, (1.0, 1.0, 1.0)), 0.0)
 
 
 @pytest.mark.gpu
 def test_auto_with_cuda_graphs_matches_eager_on_gpu():
-    """Head and per-budget tail graphs (captured on a budget's second use) replay the eager rounds: same budgets,
-    same tokens; and the cost table measured from graph replays."""
+    """Every candidate's round graphs (captured on the first auto round) replay the eager rounds: same budgets, same
+    tokens; and the cost table measured from graph replays."""
     pair = tiny_random_pair(3, device="cuda")
     with torch.no_grad():
         pair.drafter.norm.weight.mul_(30)  # a confidence that changes from round to round (see confident_pair)

@@ -7,9 +7,11 @@ Host copies for records are made only when the session records.
 
 budget="auto" (ddtree.budget): on the first such round the verify forward is timed at every candidate budget
 (ddtree.engine.device_round.measure_verify_costs, CUDA graphs when cuda_graphs) unless the session was given
-budget_costs; every round then runs a head (draft, tree at the largest candidate, expected acceptance per
-candidate), reads the expectations back, picks the budget and runs that budget's tail (pack, verify, walk, commit).
-With cuda_graphs the first round also captures the head and one tail per candidate (each tail's kernels run once
+budget_costs. Each candidate budget has its own round (a DeviceRound that builds at the next larger candidate and
+reads back the accepted rows and the built trees' weights: the host computes every candidate's expected and
+counterfactual acceptance from them); a round's budget is chosen on the host from
+what the rounds up to two before it read back, so choosing never waits for the device and rounds queue back to back
+as with a fixed budget. With cuda_graphs the first auto round captures every candidate's round (each runs once
 first on a throwaway copy of the caches), so that no later round runs eagerly or captures: an eager round of the
 whole model costs more than a whole graphed generation of a short answer.
 """
@@ -20,9 +22,9 @@ from typing import NamedTuple
 
 import torch
 
-from ddtree.budget import AutoBudget, BudgetCosts
+from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
 from ddtree.engine.decoder import NativeDecoder
-from ddtree.engine.device_round import HEAD_STAGES, TAIL_STAGES, DeviceRound, Flight, measure_verify_costs
+from ddtree.engine.device_round import DeviceRound, Flight, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
 from ddtree.record import KernelRead
 from ddtree.rounds import RoundOutcome, request_round
@@ -33,28 +35,25 @@ MASK_LAYOUTS = ("padded", "unpadded")
 
 
 class AutoRounds(NamedTuple):
-    """budget="auto" rounds under one Settings: the head and one tail per budget used so far."""
+    """budget="auto" rounds under one Settings: one DeviceRound per candidate budget used so far."""
     settings: Settings
-    head: DeviceRound
-    tails: dict  # budget -> DeviceRound
+    bonus: torch.Tensor  # [B] the roots of the next trees, shared by every budget's round
+    rounds: dict  # budget -> DeviceRound
 
 
 class InFlight(NamedTuple):
     """A round started on the device (NativeBackend.start), read by finish or undone by cancel."""
-    state: DeviceRound  # the round that commits (budget="auto": the chosen tail)
+    state: DeviceRound
     flight: Flight
-    head: DeviceRound | None = None  # budget="auto": the head that drafted and built the trees
-    head_timers: object = None
     budget: int | None = None  # budget="auto": the budget chosen
-    expected: tuple = ()  # budget="auto": [K] each candidate's expected accepted draft tokens (all requests)
-    warm: bool = False  # budget="auto": head and tail ran at full speed (their time is a steady overhead sample)
-    undo: tuple = (None, None)  # budget="auto": (AutoBudget, the unobserved round) before this one started
+    warm: bool = False  # budget="auto": the round ran at full speed (its time is a steady overhead sample)
+    undo: tuple = (None, ())  # budget="auto": (AutoBudget, the unobserved rounds) before this one started
 
 
 class Observation(NamedTuple):
-    """What a landed budget="auto" round teaches the choice (AutoBudget.observe's arguments), read from its timers
-    once: a later launch of the same rounds records those timers again."""
-    expected: tuple  # [K] per candidate budget: expected accepted draft tokens, all requests
+    """What a landed budget="auto" round teaches the choice (AutoBudget.observe's arguments), read from its
+    Readback and timers once: a later launch of the same round records over them."""
+    expected: tuple  # [K] per candidate budget: expected accepted draft tokens, all requests (NaN above the build)
     accepted: tuple  # [K] the draft tokens its tree accepted (read for candidates up to `budget`), all requests
     overhead: float | None  # stage seconds outside the verify (None: not a steady sample)
     budget: int
@@ -86,8 +85,8 @@ class NativeBackend:
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.auto_rounds: AutoRounds | None = None
-        self.unobserved: InFlight | Observation | None = None  # budget="auto": the last round started (observed by
-        # the next one)
+        self.unobserved: list = []  # budget="auto": the last two rounds started (InFlight or Observation), oldest
+        # first; the oldest is observed when the next round is chosen
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -111,8 +110,7 @@ class NativeBackend:
     def start(self, settings: Settings, tokens: list[list[int]], coins) -> InFlight:
         """Queue one round of every request; `tokens[b]` its committed tokens (only read when the round's device
         state is built: a round queued ahead of the last one's readback passes that round's tokens), `coins
-        # [2, B, Q]` (sampled) or None. Fixed budgets never wait for the device here; budget="auto" waits for the
-        head's expected acceptances (they choose the tail)."""
+        # [2, B, Q]` (sampled) or None. Never waits for the device (budget="auto" included: ddtree.budget)."""
         if settings.auto:
             return self._start_auto(settings, [t[-1] for t in tokens], coins)
         state = self.round_state
@@ -129,8 +127,6 @@ class NativeBackend:
         probe read the round's device tensors: only for the round started last."""
         state = flight.state
         readback, times = state.land(flight.flight)
-        if flight.head is not None:
-            times = flight.head.seconds(flight.head_timers) | times
         if bool(readback.bad_logits):
             raise ValueError("the target or the drafter produced NaN or +inf logits; nothing was committed (check "
                              "the model weights and dtype)")
@@ -154,58 +150,42 @@ class NativeBackend:
         and roots go back to `tokens` (every request's committed tokens); what the round wrote past them is
         scratch."""
         flight.state.land(flight.flight)
-        if flight is self.unobserved:  # budget="auto": the choices go on as if it had never started
-            self.auto, previous = flight.undo
-            self.unobserved = self._settled(previous)  # its timers are recorded again by the next launches
+        if self.unobserved and flight is self.unobserved[-1]:  # budget="auto": choose on as if it had never started
+            self.auto, before = flight.undo
+            self.unobserved = [self._settled(r) for r in before]  # their timers are recorded again by later rounds
         device = self.pair.device
         self.decoder.seq_lens.copy_(torch.tensor([len(t) - 1 for t in tokens], device=device))
         flight.state.bonus.copy_(torch.tensor([t[-1] for t in tokens], device=device))
 
     def _start_auto(self, settings: Settings, roots: list[int], coins) -> InFlight:
-        """budget="auto": head, the choice (the head's expected acceptances, read back), the chosen budget's tail."""
+        """budget="auto": observe the round two before this one, choose, launch the chosen budget's round."""
         if self.auto is None:
             costs = self.given_costs or BudgetCosts(AUTO_BUDGETS, measure_verify_costs(
                 self.decoder, AUTO_BUDGETS, cuda_graphs=self.cuda_graphs))
             self.auto = AutoBudget(costs)
-        costs, batch = self.auto.costs, len(roots)
         rounds = self.auto_rounds
         if rounds is None or rounds.settings != settings:
-            bonus = torch.tensor(roots, device=self.pair.device)  # [B] roots of the next trees
-            top = max(costs.budgets)
-            head = DeviceRound(self.decoder, self.drafter, dataclasses.replace(settings, budget=top), bonus, top + 1,
-                               cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout, stages=HEAD_STAGES,
-                               candidates=costs.budgets)
-            rounds = self.auto_rounds = AutoRounds(settings, head, {})
-        head = rounds.head
-        warm = head.warm
-        timers = head.launch(None).timers
-        if self.cuda_graphs and head.graphs is None:
-            timers = head.launch(None).timers  # the same draft again, now captured (the second launch captures)
-        expected = head.expected.tolist()  # [K] summed over requests: the round's one wait before the tail
-        budget = self.auto.choose(expected, batch)
-        if self.cuda_graphs and not rounds.tails:
-            self._capture_tails(rounds, costs.budgets)
-        tail = rounds.tails.get(budget)
-        if tail is None:
-            tail = rounds.tails[budget] = self._tail(rounds, budget)
-        warm = warm and tail.warm
-        self.last_round = tail
-        flight = tail.launch(None if coins is None else coins[..., :budget + 1])
-        previous = self.unobserved
-        self.unobserved = InFlight(tail, flight, head, timers, budget, tuple(expected), warm,
-                                   (self.auto.copy(), previous))
-        if previous is not None:  # done: this round's head ran after it
-            self._observe(previous)
-        return self.unobserved
-
-    def _observe(self, round_: InFlight | Observation) -> None:
-        """budget="auto": a landed round's acceptance and overhead (stage time outside the verify) teach the
-        choice. Round n is observed once round n + 1's tail is queued, in both run modes (stepping, and rounds
-        queued ahead), so that both choose alike and the device never waits for the bookkeeping: round n + 1's
-        choice knows rounds up to n - 1."""
-        seen = self._settled(round_)
-        if seen is not None:
-            self.auto.observe(*seen)
+            rounds = self.auto_rounds = AutoRounds(settings, torch.tensor(roots, device=self.pair.device), {})
+            if self.cuda_graphs:
+                self._capture_rounds(rounds)
+        pending = self.unobserved  # rounds r - 2 (landed) and r - 1 (maybe still running), or fewer
+        if len(pending) == 2:
+            pending = [self._settled(pending[0]), pending[1]]
+        undo = self.auto.copy(), pending
+        if len(pending) == 2:
+            if pending[0] is not None:
+                self.auto.observe(*pending[0])
+            pending = pending[1:]
+        budget = self.auto.choose(len(roots))
+        state = rounds.rounds.get(budget)
+        if state is None:
+            state = rounds.rounds[budget] = self._auto_round(rounds, budget)
+        warm = state.warm
+        self.last_round = state
+        started = InFlight(state, state.launch(None if coins is None else coins[..., :budget + 1]), budget, warm,
+                           undo)
+        self.unobserved = pending + [started]
+        return started
 
     def _settled(self, round_: InFlight | Observation | None) -> Observation | None:
         """The Observation of a round (waiting for it to land); None for none or one with non-finite logits."""
@@ -214,30 +194,33 @@ class NativeBackend:
         readback, times = round_.state.land(round_.flight)
         if bool(readback.bad_logits):
             return None
-        times = round_.head.seconds(round_.head_timers) | times
-        return Observation(round_.expected, tuple(readback.within.sum(0).tolist()),
+        candidates, build = torch.tensor(self.auto.costs.budgets), round_.state.build
+        expected = expected_accepts(readback.node_logws, candidates, build).sum(0)  # [K] all requests
+        within = accepted_within(readback.accepted, candidates).sum(0)  # [K]
+        return Observation(tuple(expected.tolist()), tuple(within.tolist()),
                            sum(times.values()) - times["verify"] if round_.warm else None, round_.budget)
 
-    def _tail(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None, cuda_graphs=None):
-        head = rounds.head
+    def _auto_round(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None,
+                    cuda_graphs=None) -> DeviceRound:
         return DeviceRound(decoder or self.decoder, drafter or self.drafter,
                            dataclasses.replace(rounds.settings, budget=budget),
-                           head.bonus if bonus is None else bonus, budget + 1,
+                           rounds.bonus if bonus is None else bonus, budget + 1,
                            cuda_graphs=self.cuda_graphs if cuda_graphs is None else cuda_graphs,
-                           mask_layout=self.mask_layout, stages=TAIL_STAGES, head=head)
+                           mask_layout=self.mask_layout, build=lookahead(self.auto.costs.budgets, budget))
 
-    def _capture_tails(self, rounds: AutoRounds, budgets) -> None:
-        """Every candidate's tail, captured now: first each runs once, eagerly, on copies of the caches and bonus
-        tokens (compiling its kernels for its shapes; the copies are dropped), then the real tails are captured."""
-        decoder, drafter, bonus = self.decoder.clone(), self.drafter.clone(), rounds.head.bonus.clone()
+    def _capture_rounds(self, rounds: AutoRounds) -> None:
+        """Every candidate's round, captured now: first each runs once, eagerly, on copies of the caches and bonus
+        tokens (compiling its kernels for its shapes; the copies are dropped), then the real rounds are captured."""
+        budgets = self.auto.costs.budgets
+        decoder, drafter, bonus = self.decoder.clone(), self.drafter.clone(), rounds.bonus.clone()
         for budget in budgets:
             decoder.seq_lens.copy_(self.decoder.seq_lens)  # each from the real state: room for its rows
-            self._tail(rounds, budget, decoder, drafter, bonus, cuda_graphs=False).launch(None)
+            self._auto_round(rounds, budget, decoder, drafter, bonus, cuda_graphs=False).launch(None)
         torch.cuda.synchronize()
         del decoder, drafter, bonus
         for budget in budgets:
-            tail = rounds.tails[budget] = self._tail(rounds, budget)
-            tail.capture()
+            state = rounds.rounds[budget] = self._auto_round(rounds, budget)
+            state.capture()
 
     def _kernel_read(self, state: DeviceRound, ctx: list[int], probe: bool) -> KernelRead:
         """What the attention kernel read in the round just run: the flat mask (custom_mask) and, with `probe`, the
@@ -270,5 +253,5 @@ class NativeBackend:
         twin.round_state = twin.last_round = None
         twin.auto = None if self.auto is None else self.auto.copy()
         twin.auto_rounds = None
-        twin.unobserved = self._settled(self.unobserved)  # the twin's next round observes it too
+        twin.unobserved = [self._settled(r) for r in self.unobserved]  # the twin's next rounds observe them too
         return twin

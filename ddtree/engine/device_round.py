@@ -17,12 +17,11 @@ Readback (accepted lengths, bonus tokens, accepted tokens, a non-finite-logits f
   commit  the accepted nodes' features extend the drafter's context, the target's KV cache is compacted
           (ddtree.kernels.kv_compact) and the new bonus tokens root the next round
 
-budget="auto" splits a round in two (ddtree.engine.backend): a head DeviceRound runs draft and tree at the largest
-candidate budget and the expected acceptance per candidate (ddtree.budget.expected_accepts, summed over the
-requests); the host reads that (K floats: the round's one wait before its tail) and picks the budget; the tail
-DeviceRound of that budget (one per budget, each with its own graphs) cuts the head's trees to its rows and runs
-pack, verify, walk, commit, its Readback also holding what each candidate's tree would have accepted
-(ddtree.budget.accepted_within).
+budget="auto" (ddtree.budget, ddtree.engine.backend): one DeviceRound per candidate budget n, each a fixed-budget
+round whose tree stage builds at `build` (the next larger candidate) and verifies the first n nodes; its Readback
+also carries the accepted rows and the built trees' node log-weights, from which the host computes every
+candidate's expected and counterfactual acceptance (ddtree.budget.expected_accepts, accepted_within) off the
+device's path.
 """
 from __future__ import annotations
 
@@ -36,7 +35,6 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree.batch import pack_verify_batch
-from ddtree.budget import accepted_within, expected_accepts
 from ddtree.engine.decoder import FlatMask
 from ddtree.kernels.tree_build import select_trees
 from ddtree.kernels.tree_pack import tree_structure
@@ -78,31 +76,34 @@ class Readback:
     bonus: torch.Tensor  # [B] long: the new bonus tokens
     tokens: torch.Tensor  # [B, Q] long: tokens at the accepted nodes (root first), valid up to accept_len
     bad_logits: torch.Tensor  # [] bool (a host copy: long, 1 for NaN or +inf)
-    within: torch.Tensor | None = None  # [B, K] long (a budget="auto" tail): accepted draft tokens in the first
-    # n rows for each candidate budget n (ddtree.budget.accepted_within)
+    accepted: torch.Tensor | None = None  # [B, Q] long (budget="auto"): the accepted rows, root first, -1 padded
+    node_logws: torch.Tensor | None = None  # [B, build + 1] float64 (budget="auto"): the built trees' node
+    # log-weights, before the cut to Q rows
 
     def wire(self) -> torch.Tensor:
-        """`[B, 3 + K + Q]` long: accept_len, bonus, bad_logits, within (K = 0 without), tokens side by side
-        (unwire reads it back)."""
+        """`[B, 3 + Q (+ Q + build + 1)]` long: accept_len, bonus, bad_logits, tokens, then (budget="auto") the
+        accepted rows and the node log-weights' float64 bits, side by side (unwire reads it back)."""
         flag = self.bad_logits.long().expand(len(self.accept_len), 1)
-        within = [] if self.within is None else [self.within]
-        return torch.cat([self.accept_len[:, None], self.bonus[:, None], flag, *within, self.tokens], 1)
+        auto = [] if self.accepted is None else [self.accepted, self.node_logws.view(torch.long)]
+        return torch.cat([self.accept_len[:, None], self.bonus[:, None], flag, self.tokens, *auto], 1)
 
     @staticmethod
-    def unwire(wire: torch.Tensor, candidates: int = 0) -> Readback:
-        """The Readback whose wire() is `wire`, with `candidates` = K (views, no copy)."""
-        within = wire[:, 3:3 + candidates] if candidates else None
-        return Readback(wire[:, 0], wire[:, 1], wire[:, 3 + candidates:], wire[0, 2], within)
+    def unwire(wire: torch.Tensor, built: int = 0) -> Readback:
+        """The Readback whose wire() is `wire`, with `built` the node log-weights' width (0 without; views, no
+        copy)."""
+        if not built:
+            return Readback(wire[:, 0], wire[:, 1], wire[:, 3:], wire[0, 2])
+        q = (wire.shape[1] - 3 - built) // 2
+        return Readback(wire[:, 0], wire[:, 1], wire[:, 3:3 + q], wire[0, 2], wire[:, 3 + q:3 + 2 * q],
+                        wire[:, 3 + 2 * q:].view(torch.float64))
 
 
 class Flight(NamedTuple):
     """A launched round: its stage timers and, for a round that commits, its Readback on the way to the host."""
     timers: object  # CUDA events (len(stages) + 1), or seconds per stage on the CPU
-    readback: Readback | None  # pinned host copies, valid once `done` has completed (None: a budget="auto" head)
+    readback: Readback  # pinned host copies, valid once `done` has completed
     done: torch.cuda.Event | None  # recorded after the copies (None on the CPU: everything has run)
 
-
-HEAD_STAGES, TAIL_STAGES = STAGES[:2], STAGES[2:]  # budget="auto": (draft, tree) then (pack, verify, walk, commit)
 
 
 class DeviceRound:
@@ -111,16 +112,14 @@ class DeviceRound:
     `launch(coins)` -> a Flight, `land(flight)` -> (Readback on the host, stage seconds); the stage values of the last
     launch stay readable.
 
-    budget="auto" (module docstring): a head has stages=HEAD_STAGES and `candidates` (the budgets whose expected
-    acceptance its tree stage computes, `expected  # [K]` summed over the requests); a tail has stages=TAIL_STAGES
-    and `head` (the round whose dlogits and trees, cut to its rows, it packs and verifies)."""
+    budget="auto" (module docstring): `build` the budget the trees are built at before their first `rows` nodes are
+    verified; the Readback then also carries the accepted rows and the built trees' node log-weights."""
 
     def __init__(self, decoder, drafter, settings: Settings, bonus, rows: int, *, cuda_graphs: bool,
-                 mask_layout: str = "padded", stages=STAGES, head: DeviceRound | None = None, candidates=None):
+                 mask_layout: str = "padded", build: int | None = None):
         self.decoder, self.drafter, self.settings = decoder, drafter, settings
-        self.stages, self.head = tuple(stages), head
-        self.candidates = None if candidates is None else torch.tensor(candidates, device=bonus.device)  # [K]
-        self.expected: torch.Tensor | None = None  # [K] float64, summed over the requests (a head)
+        self.build, self.auto = (settings.max_budget, False) if build is None else (build, True)
+        self.built: torch.Tensor | None = None  # [B, build + 1] float64 node log-weights (auto)
         self.bonus = bonus  # [B] long, updated in place by the commit stage
         self.rows, self.mask_layout = rows, mask_layout
         batch, device = bonus.shape[0], bonus.device
@@ -153,10 +152,10 @@ class DeviceRound:
         s, batch, device = self.settings, self.bonus.shape[0], self.bonus.device
         logq = torch.log_softmax(self.dlogits, dim=-1)  # [B, depth, V] as ddtree.tree._draft_logprobs
         if s.method == "ddtree":
-            trees = select_trees(logq, s.max_budget)
+            trees = select_trees(logq, self.build)
+            if self.auto:  # budget="auto": the built trees' weights go to the host, their first rows to the verify
+                self.built, trees = trees.node_logws, trees.first(self.rows)
             self.trees = trees if not isinstance(s.budget, tuple) else trees.truncate(self.budgets + 1)
-            if self.candidates is not None:
-                self.expected = expected_accepts(self.trees.node_logws, self.candidates).sum(0)
             return
         best, chain = logq.max(-1)  # the DFlash chain: the best token at every depth (first maximum on ties)
         depth = chain.shape[1]
@@ -168,8 +167,6 @@ class DeviceRound:
             torch.full((batch,), depth + 1, dtype=torch.long, device=device))
 
     def pack(self):
-        if self.head is not None:  # a tail: the head's round, its trees cut to this round's rows (in the graph)
-            self.dlogits, self.trees = self.head.dlogits, self.head.trees.first(self.rows)
         trees, seq_lens = self.trees, self.decoder.seq_lens
         ids = torch.where(trees.tokens >= 0, trees.tokens, self.bonus[:, None])  # [B, Q]; root = bonus
         positions = seq_lens[:, None] + trees.depths.clamp_min(0)  # padding rows at the root's position
@@ -222,9 +219,8 @@ class DeviceRound:
             self.drafter.extend(features.gather(1, keep[..., None].expand(-1, -1, features.shape[-1])), seq_lens)
         self.decoder.commit(w.accepted, w.accept_len, chain=self.settings.method != "ddtree")  # ar, dflash: chains
         self.bonus.copy_(w.new_bonus)
-        within = None if self.head is None else accepted_within(w.accepted, self.head.candidates)  # [B, K]
         self.readback = Readback(w.accept_len, self.bonus, self.packed.ids.gather(1, w.accepted.clamp_min(0)),
-                                 w.bad_logits, within)
+                                 w.bad_logits, *((w.accepted, self.built) if self.auto else ()))
         self.wire = self.readback.wire()
 
     # --------------------------------------------------------------------------------------------- running
@@ -238,22 +234,22 @@ class DeviceRound:
         stages = self._stage_functions()
         if self.bonus.device.type != "cuda":
             times = {}
-            for name, stage in zip(self.stages, stages):
+            for name, stage in zip(STAGES, stages):
                 t0 = time.perf_counter()
                 if stage is not None:
                     stage()
                 times[name] = time.perf_counter() - t0
             return Flight(times, self._host_readback(), None)
         if self.cuda_graphs and self.runs >= 2 and self.graphs is None:
-            self.graphs = _capture(self.stages, stages)
+            self.graphs = _capture(STAGES, stages)
         if self.events is None:  # two sets, alternating: a round's timers are read after the next one launched
-            self.events = [[torch.cuda.Event(enable_timing=True) for _ in range(len(self.stages) + 1)]
+            self.events = [[torch.cuda.Event(enable_timing=True) for _ in range(len(STAGES) + 1)]
                            for _ in range(2)]
         events = self.events[self.runs % 2]
         side = torch.cuda.Stream() if self.cuda_graphs and self.graphs is None else None  # warm-up off the default
         with torch.cuda.stream(side) if side is not None else nullcontext():
             events[0].record()
-            for i, (name, stage) in enumerate(zip(self.stages, stages)):
+            for i, (name, stage) in enumerate(zip(STAGES, stages)):
                 if stage is not None and self.graphs:
                     self.graphs[name].replay()
                 elif stage is not None:
@@ -266,28 +262,26 @@ class DeviceRound:
         done.record()
         return Flight(events, readback, done)
 
-    def _host_readback(self) -> Readback | None:
+    def _host_readback(self) -> Readback:
         """The round's wire, queued for a copy into pinned memory without waiting (Flight.done says when it is
         there): one of two buffers by turns, as the timers."""
-        if "commit" not in self.stages:
-            return None
         cuda = self.wire.is_cuda
         if self.host_wires is None:
             self.host_wires = [torch.empty(self.wire.shape, dtype=self.wire.dtype, pin_memory=cuda) for _ in range(2)]
         host = self.host_wires[self.runs % 2]
         host.copy_(self.wire, non_blocking=cuda)
-        return Readback.unwire(host, 0 if self.head is None else len(self.head.candidates))
+        return Readback.unwire(host, self.build + 1 if self.auto else 0)
 
     def _stage_functions(self) -> list:
         """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing and
         keep the one tree made at construction)."""
         return [None if name in ("draft", "tree") and self.settings.method == "ar" else getattr(self, name)
-                for name in self.stages]
+                for name in STAGES]
 
     def capture(self) -> None:
         """Capture the stages as CUDA graphs now, without running them: their kernels must have run before with
-        these shapes (ddtree.engine.backend runs every budget="auto" tail once on a throwaway copy of the caches)."""
-        self.graphs = _capture(self.stages, self._stage_functions())
+        these shapes (ddtree.engine.backend runs every budget="auto" round once on a throwaway copy of the caches)."""
+        self.graphs = _capture(STAGES, self._stage_functions())
 
     @property
     def warm(self) -> bool:
@@ -304,7 +298,7 @@ class DeviceRound:
         """Seconds per stage from a Flight's timers (CUDA events: once they have completed)."""
         if isinstance(timers, dict):
             return timers
-        return {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(self.stages)}
+        return {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(STAGES)}
 
 
 def _capture(names, stages) -> dict:
