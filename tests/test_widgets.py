@@ -430,6 +430,7 @@ def test_divergence_finds_where_two_walks_part(records):
 
 
 # ------------------------------------------------------------------------------------------------- explorer
+@needs_dot  # the graphviz pane's stages, marks and hover links
 def test_explorer_on_a_trace_disables_model_controls_and_tells_the_story(trace):
     records, meta = trace
     ex = Explorer(TRACE)
@@ -491,6 +492,7 @@ def pair():
     return tiny_random_pair(0)
 
 
+@needs_dot  # the graphviz pane's stages, marks and hover links
 def test_explorer_steps_forks_and_resets_a_live_session(pair):
     session = ddtree.Session(pair, "explore", budget=8)
     ex = Explorer(session)
@@ -561,6 +563,7 @@ def test_explorer_is_busy_while_a_round_runs(pair):
     assert not ex.step_button.disabled and "failed" in ex.status.value  # controls come back after a crash
 
 
+@needs_dot  # the graphviz pane's stages, marks and hover links
 def test_explorer_shows_every_request_of_a_batch(pair):
     session = ddtree.Session(pair, ["a", "bb", "ccc"], budget=8)
     ex = Explorer(session)
