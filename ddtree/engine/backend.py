@@ -9,9 +9,8 @@ budget="auto" (ddtree.budget): on the first such round the verify forward is tim
 (ddtree.engine.device_round.measure_verify_costs, CUDA graphs when cuda_graphs) unless the session was given
 budget_costs. Each candidate budget has its own round (a DeviceRound that builds at the next larger candidate and
 reads back the accepted rows and the built trees' weights: the host computes every candidate's expected and
-counterfactual acceptance from them); a round's budget is chosen on the host from
-what the rounds up to two before it read back, so choosing never waits for the device and rounds queue back to back
-as with a fixed budget. With cuda_graphs the first auto round captures every candidate's round (each runs once
+counterfactual acceptance from them); a round's budget is chosen on the host from what the rounds up to two before
+it read back, so choosing never waits for the device and rounds queue back to back as with a fixed budget. With cuda_graphs the first auto round captures every candidate's round (each runs once
 first on a throwaway copy of the caches), so that no later round runs eagerly or captures: an eager round of the
 whole model costs more than a whole graphed generation of a short answer.
 """
