@@ -18,8 +18,8 @@ The choice never makes the device wait. Round r's budget is chosen before round 
 trees: the engine queues round r behind round r - 1, so r - 2 is the latest round surely read back (a session that
 steps uses the same lag, so stepping and running choose alike). The first two rounds run at the middle candidate
 (start_budget). A round at budget n builds its trees at the next larger candidate (lookahead), verifies their first
-n nodes and tells E for the candidates up to that build (NaN above): the budget can climb one candidate a round and
-fall to any candidate.
+n nodes and tells E for the candidates up to that build (NaN above): a round's budget is at most one candidate above
+that of the round two before (a steady climb: one candidate every two rounds), and can fall to any candidate.
 
 scale[n] calibrates the draft model's expectation against the target, per candidate: (decayed sum of accepted draft
 tokens + PRIOR) / (decayed sum of E[n] + PRIOR), starting at 1. A round at budget m also says exactly what every

@@ -1,0 +1,40 @@
+"""bench/replay_auto_budget.py: the counterfactual rounds it records and its replay of the engine's auto rule."""
+import importlib.util
+from pathlib import Path
+
+from ddtree.budget import BudgetCosts, start_budget
+from ddtree.models import tiny_random_pair
+from ddtree.settings import AUTO_BUDGETS
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("replay_auto_budget", ROOT / "bench" / "replay_auto_budget.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_recorded_rounds_grow_with_the_budget():
+    pair = tiny_random_pair(seed=0)
+    depth = pair.drafter.config.block_size - 1
+    for temperature in (0.0, 1.0):
+        rounds = bench.record_rounds(pair, "a prompt", temperature, 12)
+        assert rounds
+        for expected, within in rounds:
+            assert all(a <= b + 1e-12 for a, b in zip(expected, expected[1:]))  # more nodes: more mass
+            assert all(a <= b for a, b in zip(within, within[1:]))  # a larger tree accepts what a smaller did
+            assert all(0 <= w <= min(n, depth) for w, n in zip(within, AUTO_BUDGETS))
+
+
+def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
+    """Rounds whose expectation and acceptance grow with the budget: under flat costs the replay starts at the
+    middle candidate and climbs one candidate every two rounds from the third (a round may go one candidate above
+    the round two before it, whose expectations it knows);
+    under steep costs it falls to the smallest. The score adds accepted + 1 tokens and each budget's seconds."""
+    expected = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
+    rounds = [(expected, [1, 1, 2, 2, 3, 3])] * 8
+    flat = BudgetCosts(AUTO_BUDGETS, (1e-3,) * 6)
+    chosen = bench.replay_auto(rounds, flat, [0.0] * 6)
+    assert chosen[:2] == [start_budget(AUTO_BUDGETS)] * 2 and chosen[2:] == [64, 64, 128, 128, 256, 256]
+    steep = BudgetCosts(AUTO_BUDGETS, tuple(1e-3 * 10 ** k for k in range(6)))
+    assert bench.replay_auto(rounds, steep, [0.0] * 6)[2:] == [8] * 6
+    tokens, seconds = bench.score(rounds[:2], [8, 256], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert tokens == (1 + 1) + (3 + 1) and seconds == 1.0 + 6.0
