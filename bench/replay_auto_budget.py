@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 
@@ -35,30 +34,25 @@ H200_OVERHEAD_MS = {0: (0.37, 0.368, 0.395, 0.411, 0.448, 0.50), 1: (0.42, 0.431
 # round minus verify of fixed rounds (8 and 256 extrapolated)
 
 
-def record_rounds(pair, prompt: str, temperature: float, tokens: int) -> list[tuple[list[float], list[int]]]:
-    """Per round of a budget-256 run: (E per candidate, accepted draft tokens within each candidate)."""
+def record_rounds(pair, prompt: str, temperature: float, tokens: int) -> list[tuple[torch.Tensor, list[int]]]:
+    """Per round of a budget-256 run: (its tree's node log-weights  # [n_nodes] float64, accepted draft tokens
+    within each candidate)."""
     verify = "greedy" if temperature == 0 else "sampled"
     s = ddtree.Session(pair, prompt, budget=max(AUTO_BUDGETS), verify=verify, temperature=temperature or 1.0,
                        seed=1, chat=True)
     s.run(tokens, stop_on_eos=False)
-    candidates, rows = torch.tensor(AUTO_BUDGETS), []
-    for rec in s.records:
-        req = rec.requests[0]
-        expected = expected_accepts(req.tree.node_logws[None], candidates)[0]  # [K]
-        within = accepted_within(torch.tensor([req.accepted]), candidates)[0]  # [K]
-        rows.append((expected.tolist(), within.tolist()))
-    return rows
+    candidates = torch.tensor(AUTO_BUDGETS)
+    return [(rec.requests[0].tree.node_logws, accepted_within(torch.tensor([rec.requests[0].accepted]),
+                                                                candidates)[0].tolist()) for rec in s.records]
 
 
 def replay_auto(rounds, costs: BudgetCosts, overhead_s) -> list[int]:
-    """The budgets AutoBudget chooses over `rounds`, observing each round two rounds later (as the engine does)."""
-    auto, pending, chosen = AutoBudget(costs), [], []
-    for expected, within in rounds:
-        if len(pending) == 2:
-            auto.observe(*pending.pop(0))
-        budget = auto.choose(1)
-        build = lookahead(costs.budgets, budget)
-        told = [e if n <= build else math.nan for e, n in zip(expected, costs.budgets)]
+    """The budgets AutoBudget chooses over `rounds`, by the engine's lag rule (AutoBudget.choose_next), each round
+    telling the expectations up to its build."""
+    auto, pending, chosen, candidates = AutoBudget(costs), [], [], torch.tensor(costs.budgets)
+    for node_logws, within in rounds:
+        budget, pending = auto.choose_next(pending, 1)
+        told = expected_accepts(node_logws[None], candidates, lookahead(costs.budgets, budget))[0].tolist()
         pending.append((told, within, overhead_s[costs.budgets.index(budget)], budget))
         chosen.append(budget)
     return chosen

@@ -41,6 +41,7 @@ import torch
 
 from ddtree._checks import check_int
 
+LAG = 2  # round r's budget is chosen from what the rounds up to r - LAG told (module docstring)
 DECAY = 0.9  # per round, for the calibration sums (about the last ten rounds count)
 PRIOR = 4.0  # pseudo-tokens on both sides of the calibration, so that it starts at 1 and moves smoothly
 OVERHEAD_SAMPLES = 32  # recent rounds whose overhead enters the fit
@@ -175,6 +176,16 @@ class AutoBudget:
         if self.latest is None:
             return start_budget(self.costs.budgets)
         return choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale)
+
+    def choose_next(self, pending: list, requests: int) -> tuple[int, list]:
+        """The next round's budget by the lag rule: `pending` the rounds started and not yet observed, oldest first,
+        as observe's arguments (None for a round that teaches nothing); once LAG are pending the oldest is observed
+        first (in place) -> (budget, the rounds still pending)."""
+        if len(pending) == LAG:
+            if pending[0] is not None:
+                self.observe(*pending[0])
+            pending = pending[1:]
+        return self.choose(requests), list(pending)
 
     def observe(self, predicted, accepted, overhead: float | None, budget: int) -> None:
         """After a round at `budget`: per candidate, its tree's expected (`predicted  # [K]`) and accepted

@@ -105,11 +105,8 @@ class ReferenceBackend:
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:
                 self.auto = AutoBudget(self.given_costs or BudgetCosts(AUTO_BUDGETS, self.measure_costs(AUTO_BUDGETS)))
-            auto, pending = self.auto.copy(), self.unobserved
-            if len(pending) == 2:
-                auto.observe(*pending[0])
-                pending = pending[1:]
-            chosen = auto.choose(batch)
+            auto = self.auto.copy()  # kept only if the round succeeds
+            chosen, pending = auto.choose_next(self.unobserved, batch)
             build = lookahead(auto.costs.budgets, chosen)
             budgets = [build] * batch
         drafted = []  # per request: (draft logits, tree)

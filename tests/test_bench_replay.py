@@ -1,15 +1,14 @@
 """bench/replay_auto_budget.py: the counterfactual rounds it records and its replay of the engine's auto rule."""
-import importlib.util
-from pathlib import Path
+import math
 
-from ddtree.budget import BudgetCosts, start_budget
+import torch
+from bench_scripts import load_bench
+
+from ddtree.budget import BudgetCosts, expected_accepts, start_budget
 from ddtree.models import tiny_random_pair
 from ddtree.settings import AUTO_BUDGETS
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("replay_auto_budget", ROOT / "bench" / "replay_auto_budget.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench("replay_auto_budget")
 
 
 def test_recorded_rounds_grow_with_the_budget():
@@ -18,8 +17,9 @@ def test_recorded_rounds_grow_with_the_budget():
     for temperature in (0.0, 1.0):
         rounds = bench.record_rounds(pair, "a prompt", temperature, 12)
         assert rounds
-        for expected, within in rounds:
-            assert all(a <= b + 1e-12 for a, b in zip(expected, expected[1:]))  # more nodes: more mass
+        for node_logws, within in rounds:
+            assert node_logws[0] == 0 and node_logws.diff().le(0).all()  # the root, then nodes in pop order
+            assert len(node_logws) <= max(AUTO_BUDGETS) + 1
             assert all(a <= b for a, b in zip(within, within[1:]))  # a larger tree accepts what a smaller did
             assert all(0 <= w <= min(n, depth) for w, n in zip(within, AUTO_BUDGETS))
 
@@ -29,8 +29,10 @@ def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
     middle candidate and climbs one candidate every two rounds from the third (a round may go one candidate above
     the round two before it, whose expectations it knows);
     under steep costs it falls to the smallest. The score adds accepted + 1 tokens and each budget's seconds."""
-    expected = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
-    rounds = [(expected, [1, 1, 2, 2, 3, 3])] * 8
+    node_logws = torch.tensor([0.0] + [math.log(0.9) * (1 + i / 64) for i in range(256)], dtype=torch.float64)
+    expected = expected_accepts(node_logws[None], torch.tensor(AUTO_BUDGETS))[0]
+    assert expected.diff().gt(0).all()  # every larger candidate promises more
+    rounds = [(node_logws, [1, 1, 2, 2, 3, 3])] * 8
     flat = BudgetCosts(AUTO_BUDGETS, (1e-3,) * 6)
     chosen = bench.replay_auto(rounds, flat, [0.0] * 6)
     assert chosen[:2] == [start_budget(AUTO_BUDGETS)] * 2 and chosen[2:] == [64, 64, 128, 128, 256, 256]

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import torch
 
-from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
+from ddtree.budget import LAG, AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
 from ddtree.engine.decoder import NativeDecoder
 from ddtree.engine.device_round import DeviceRound, Flight, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
@@ -168,14 +168,10 @@ class NativeBackend:
             if self.cuda_graphs:
                 self._capture_rounds(rounds)
         pending = self.unobserved  # rounds r - 2 (landed) and r - 1 (maybe still running), or fewer
-        if len(pending) == 2:
-            pending = [self._settled(pending[0]), pending[1]]
+        if len(pending) == LAG:  # the oldest is observed now: read it (no wait)
+            pending = [self._settled(pending[0]), *pending[1:]]
         undo = self.auto.copy(), pending
-        if len(pending) == 2:
-            if pending[0] is not None:
-                self.auto.observe(*pending[0])
-            pending = pending[1:]
-        budget = self.auto.choose(len(roots))
+        budget, pending = self.auto.choose_next(pending, len(roots))
         state = rounds.rounds.get(budget)
         if state is None:
             state = rounds.rounds[budget] = self._auto_round(rounds, budget)

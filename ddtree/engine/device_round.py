@@ -105,7 +105,6 @@ class Flight(NamedTuple):
     done: torch.cuda.Event | None  # recorded after the copies (None on the CPU: everything has run)
 
 
-
 class DeviceRound:
     """Rounds of one batch under fixed settings. `rows` = Q verify rows per request; `budgets  # [B]` DDTree budget
     per request; `mask_layout` how attention="custom_mask" packs the flat mask ("unpadded" reproduces the bug).
