@@ -1,16 +1,12 @@
 """bench/bench_acceptance.py: per-group, per-drafter rows and their report, on a tiny random pair."""
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench
 
 from ddtree.models import tiny_random_pair
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("bench_acceptance", ROOT / "bench" / "bench_acceptance.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench("bench_acceptance")
 
 
 def test_rows_are_reported_per_drafter_and_group():

@@ -1,22 +1,19 @@
 """bench/bench_reference.py: --reference-dir validation (always), and the adapter that runs the public DDTree reference
 (liranringel/ddtree) on our pair, checked behaviourally when a checkout of it is present (it is never shipped here:
 set DDTREE_REFERENCE_DIR or fetch it into .reference/ddtree; without it those tests skip)."""
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from bench_scripts import load_bench
 
 from ddtree import Session
 from ddtree.models import tiny_random_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_DIR = Path(os.environ.get("DDTREE_REFERENCE_DIR") or ROOT / ".reference" / "ddtree")
-spec = importlib.util.spec_from_file_location("bench_reference", ROOT / "bench" / "bench_reference.py")
-bench = sys.modules["bench_reference"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-spec.loader.exec_module(bench)
+bench = load_bench("bench_reference")
 
 needs_reference = pytest.mark.skipif(
     not (REFERENCE_DIR / "ddtree.py").is_file(),
