@@ -2,7 +2,7 @@
 
 The tree stage of a round (ddtree.engine.device_round) is log_softmax over the draft logits then
 ddtree.kernels.tree_build.select_trees. This times that stage replayed from a CUDA graph (mean of --replays) per
-budget (the selection in one launch and in a launch per depth, side by side), lists its kernels with their GPU times (torch.profiler, one eager call at the largest budget), times the
+budget, lists its kernels with their GPU times (torch.profiler, one eager call at the largest budget), times the
 top-K stage against torch.topk on the same packed keys, and with --sweep tries the module's launch settings at the
 largest budget (every setting's trees checked equal to the default's).
 Writes <out>/tree_build_profile.md.
@@ -17,7 +17,6 @@ import torch
 
 import ddtree.kernels.tree_build as tb
 
-KERNEL_MAX = tb.KERNEL_MAX_BUDGET
 SETTINGS = ("TOP_K_CHUNK", "MERGE_WIDTH", "TOP_K_WARPS", "RANK_BLOCK", "RANK_CHUNK", "RANK_WARPS")
 
 
@@ -70,7 +69,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--depth", type=int, default=15)
     ap.add_argument("--vocab", type=int, default=49152)
-    ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[32, 64, 128, 256])
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--sweep", action="store_true", help="sweep the launch settings at the largest budget")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
@@ -81,20 +80,9 @@ def main() -> None:
     md = [f"# Device tree build, {torch.cuda.get_device_name()} (B={args.batch}, depth {args.depth}, vocab "
           f"{args.vocab}; `python bench/profile_tree_build.py {' '.join(map(str, ['--budgets', *args.budgets]))}`)",
           "", "Graphed tree stage (log_softmax + select_trees), mean of "
-          f"{args.replays} replays, with the selection as select_from_top_k schedules it (one launch up to "
-          f"ONE_LAUNCH_MAX_BUDGET = {tb.ONE_LAUNCH_MAX_BUDGET}) and with each schedule forced:", "",
-          "| budget | graphed us | one launch | a launch per depth | same trees |", "|---|---|---|---|---|"]
-    chosen = tb.ONE_LAUNCH_MAX_BUDGET
+          f"{args.replays} replays:", "", "| budget | graphed us |", "|---|---|"]
     for budget in args.budgets:
-        row = [1e3 * graphed_ms(dlogits, budget, args.replays)]
-        trees = []
-        for forced in (KERNEL_MAX, 0):
-            tb.ONE_LAUNCH_MAX_BUDGET = forced
-            trees.append(stage(dlogits, budget))
-            row.append(1e3 * graphed_ms(dlogits, budget, args.replays))
-        tb.ONE_LAUNCH_MAX_BUDGET = chosen
-        same = all(torch.equal(a, b) for a, b in zip(*trees))
-        md.append(f"| {budget} | " + " | ".join(f"{t:.1f}" for t in row) + f" | {same} |")
+        md.append(f"| {budget} | {1e3 * graphed_ms(dlogits, budget, args.replays):.1f} |")
     md += ["", f"Kernels of one eager call at budget {top}:", "", *kernel_table(dlogits, top)]
     logq = torch.log_softmax(dlogits, dim=-1)
     keys = packed_keys(logq)

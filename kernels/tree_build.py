@@ -11,18 +11,16 @@ Among the nodes of one depth, pop order is their own key order, so depth by dept
 (a node among the N best overall is among the N best of its depth). A stable sort of all depths' lists, concatenated
 depth-major, by descending score then gives the global pop order; the first N with a finite score are the nodes.
 
-On the device (select_trees on CUDA, budgets up to KERNEL_MAX_BUDGET), for a whole batch at depth 15 (graphed on an
-H200, log-softmax included: 89 us at budget 32 to 156 us at 256 with the selection in depth + 2 launches; kernel
-times and launch settings in bench/results/tree_build_profile_h200.md):
+On the device (select_trees on CUDA, budgets up to KERNEL_MAX_BUDGET), about 20 launches for a whole batch at depth
+15 (graphed on an H200, log-softmax included: 89 us at budget 32 to 169 us at 256 with RANK_BLOCK 16, 156 us at 256
+with the 8 set here; kernel times and launch settings in bench/results/tree_build_profile_h200.md):
   top-K     each depth's K = min(N, vocab) best log-probs: every program keeps the best of a vocabulary chunk
             (tl.topk over keys packing the value and the token id, so ties go to the lower id as in a stable
             sort), then merges of the chunks' winners, MERGE_WIDTH keys a program, until one list is left
-  levels    per depth, programs over the candidates: each ranks its candidates against all of them
+  levels    one launch per depth, programs over the candidates: each ranks its candidates against all of them
             (only the ~N ln N with (p+1)(r+1) <= N can be among the N best, see select_from_top_k)
   order     the global pop order: each entry ranked against all depth * N entries
   nodes     every node slot written by the entry that owns it (real node or padding)
-The selection's phases run as one launch each (a launch per depth) or, up to ONE_LAUNCH_MAX_BUDGET, all in one
-launch whose programs wait on each other through counters: fewer launches win while the levels are small.
 """
 from __future__ import annotations
 
@@ -42,8 +40,6 @@ TOP_K_CHUNK = 1024  # vocabulary entries per program of the first top-K pass
 MERGE_WIDTH = 1024  # keys per program of a top-K merge
 TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, profile_round)
 RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 8, 512, 8  # selection: entries ranked per program, compared per step
-ONE_LAUNCH_MAX_BUDGET = 64  # the selection in one launch up to this budget, in depth + 2 launches above it
-SYNC_STRIDE = 32  # int32 between the one-launch selection's counters (one 128-byte line each)
 
 
 def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> TreeBatch:
@@ -147,21 +143,15 @@ def select_from_top_k_ref(top_logq: torch.Tensor, top_tokens: torch.Tensor, budg
 
 
 def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: int) -> TreeBatch:
-    """select_from_top_k_ref in Triton, same trees bit for bit; top_logq NaN-free.
+    """select_from_top_k_ref in Triton (depth + 2 launches for the batch), same trees bit for bit; top_logq NaN-free.
 
     Per depth, candidate (p, r) = (p-th entry of the previous depth's list, r-th best token) can be among the
     budget best only if (p + 1)(r + 1) <= budget: every (p', r') <= (p, r) scores at least as high and comes first
-    on ties (lower parent position, then rank). A level program ranks RANK_BLOCK of those candidates against all
-    of them by (score desc, p*K + r asc) with exact float64 comparisons; every depth's list holds `budget` entries
-    (-inf past its candidates). An order program ranks RANK_BLOCK entries of all depths' lists by (score desc,
-    depth-major position asc), as the reference's stable sorts do: ranks are a permutation, so each node slot
-    1..budget is written by exactly one entry (by a nodes program), a real node when its score is finite and
-    padding otherwise.
-    Up to ONE_LAUNCH_MAX_BUDGET the phases run in one launch: a program takes a ticket (atomic counter) that picks
-    its phase and block, phases in dependency order, and waits for the phase before it to count all its programs
-    done. A program only waits on smaller tickets, taken by programs that have started and wait on smaller
-    tickets still, so they cannot deadlock (the decoupled look-back of single-pass scans); Triton's interpreter
-    runs programs in ticket order, never waiting. Above it, a launch per depth, then the order's and the nodes'.
+    on ties (lower parent position, then rank). The level kernel ranks just those candidates by (score desc,
+    p*K + r asc) with exact float64 comparisons; every depth's list holds `budget` entries (-inf past its
+    candidates). The order kernel ranks all depths' entries by (score desc, depth-major position asc), as the
+    reference's stable sorts do: ranks are a permutation, so each node slot 1..budget is written by exactly one
+    entry, a real node when its score is finite and padding otherwise.
     """
     batch, depth, k = top_logq.shape
     device = top_logq.device
@@ -174,23 +164,12 @@ def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: 
     out_long = torch.empty(4, batch, n, dtype=torch.long, device=device)  # tokens, parents, depths, ranks
     logws = torch.empty(batch, n, dtype=torch.float64, device=device)
     n_nodes = torch.empty(batch, dtype=torch.long, device=device)
-    first_cand, num_cand = min(k, budget), len(cand_parent)  # depth 1: the root's children only
-    order_programs = triton.cdiv(total, RANK_BLOCK)
-    if budget <= ONE_LAUNCH_MAX_BUDGET:
-        sync = torch.zeros((1 + batch * (depth + 1)) * SYNC_STRIDE, dtype=torch.int32, device=device)
-        first_programs, level_programs = triton.cdiv(first_cand, RANK_BLOCK), triton.cdiv(num_cand, RANK_BLOCK)
-        programs = batch * (first_programs + (depth - 1) * level_programs + 2 * order_programs)
-        _select_kernel[(programs,)](
-            top_logq, top_tokens, cand_parent, cand_rank, sync, level_score, level_int, node_of, out_long, logws,
-            n_nodes, batch, depth, k, budget, first_cand, num_cand, first_programs, level_programs, order_programs,
-            BLOCK=RANK_BLOCK, BLOCK_J=RANK_CHUNK, SYNC=SYNC_STRIDE, num_warps=RANK_WARPS)
-        return TreeBatch(*out_long, logws, n_nodes)
     for d in range(depth):
-        cands = first_cand if d == 0 else num_cand
-        _level_kernel[(batch, triton.cdiv(cands, RANK_BLOCK))](
-            top_logq, cand_parent, cand_rank, cands, level_score, level_int, d, batch, depth, k, budget,
+        num_cand = min(k, budget) if d == 0 else len(cand_parent)  # depth 1: the root's children only
+        _level_kernel[(batch, triton.cdiv(num_cand, RANK_BLOCK))](
+            top_logq, cand_parent, cand_rank, num_cand, level_score, level_int, d, batch, depth, k, budget,
             BLOCK_C=RANK_BLOCK, BLOCK_J=RANK_CHUNK, num_warps=RANK_WARPS)
-    grid = (batch, order_programs)
+    grid = (batch, triton.cdiv(total, RANK_BLOCK))
     _order_kernel[grid](level_score, node_of, n_nodes, total, budget, BLOCK_E=RANK_BLOCK, BLOCK_J=RANK_CHUNK,
                         num_warps=RANK_WARPS)
     _nodes_kernel[grid](top_tokens, level_score, level_int, node_of, out_long, logws, n_nodes, batch, depth, k,
@@ -270,15 +249,15 @@ def _cand_score(prev, q, cand_parent_ptr, cand_rank_ptr, c, ok, d):
     """Candidates c's scores: previous list[parent] (0 for depth 1's root) + this depth's log-prob[rank]."""
     parent = tl.load(cand_parent_ptr + c, mask=ok, other=0)
     rank = tl.load(cand_rank_ptr + c, mask=ok, other=0)
-    base = tl.load(prev + parent, mask=ok & (tl.zeros_like(c) + d > 0), other=0.0, cache_modifier=".cg")
+    base = tl.load(prev + parent, mask=ok & (tl.zeros_like(c) + d > 0), other=0.0)
     return base + tl.load(q + rank, mask=ok, other=float("-inf")), parent, rank
 
 
 @triton.jit
-def _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, b, d, pc,
-           batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr):
-    """Depth d's list, candidates pc*BLOCK_C..: each at its rank among all candidates if that is below the budget;
-    -inf past the candidates (a vocabulary smaller than the budget)."""
+def _level_kernel(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, d,
+                  batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr):
+    """Depth d's list: the `budget` best candidates in key order, -inf past the candidates."""
+    b, pc = tl.program_id(0), tl.program_id(1)
     row = b.to(tl.int64) * depth + d
     q = top_logq_ptr + row * k
     prev = level_score_ptr + (row - 1) * budget  # read only for d > 0
@@ -298,7 +277,7 @@ def _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_p
     tl.store(out + ahead, score, mask=keep)
     tl.store(ints + ahead, parent, mask=keep)
     tl.store(ints + int_plane + ahead, rank, mask=keep)
-    if pc == 0:
+    if pc == 0:  # entries past the candidates (a vocabulary smaller than the budget)
         for i0 in range(num_cand, budget, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
             tl.store(out + i, tl.full([BLOCK_C], float("-inf"), tl.float64), mask=i < budget)
@@ -307,44 +286,44 @@ def _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_p
 
 
 @triton.jit
-def _order(level_score_ptr, node_of_ptr, n_nodes_ptr, b, pe, total, budget, BLOCK_E: tl.constexpr,
-           BLOCK_J: tl.constexpr):
+def _order_kernel(level_score_ptr, node_of_ptr, n_nodes_ptr, total, budget, BLOCK_E: tl.constexpr,
+                  BLOCK_J: tl.constexpr):
     """node_of[e] = 1 + the global pop rank of entry e (depth-major over the lists) if it is among the budget
-    first, else 0; n_nodes starts at 1 (the root) for the nodes phase to raise."""
+    first, else 0; n_nodes starts at 1 (the root) for the nodes kernel to raise."""
+    b, pe = tl.program_id(0), tl.program_id(1)
     scores = level_score_ptr + b.to(tl.int64) * total
     e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
     e_ok = e < total
-    score = tl.load(scores + e, mask=e_ok, other=float("-inf"), cache_modifier=".cg")
+    score = tl.load(scores + e, mask=e_ok, other=float("-inf"))
     ahead = tl.zeros([BLOCK_E], dtype=tl.int32)
     for j0 in range(0, total, BLOCK_J):
         j = j0 + tl.arange(0, BLOCK_J)
         j_ok = j < total
-        j_score = tl.load(scores + j, mask=j_ok, other=float("-inf"), cache_modifier=".cg")
-        ahead += _ahead(score, e, j_score, j, j_ok)
+        ahead += _ahead(score, e, tl.load(scores + j, mask=j_ok, other=float("-inf")), j, j_ok)
     tl.store(node_of_ptr + b.to(tl.int64) * total + e, tl.where(ahead < budget, ahead + 1, 0), mask=e_ok)
     if pe == 0:
         tl.store(n_nodes_ptr + b, 1)
 
 
 @triton.jit
-def _nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, b, pe,
-           batch, depth, k, budget, BLOCK_E: tl.constexpr):
+def _nodes_kernel(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
+                  batch, depth, k, budget, BLOCK_E: tl.constexpr):
     """Node slot node_of[e] from entry e: its fields if its score is finite, padding otherwise; the root."""
+    b, pe = tl.program_id(0), tl.program_id(1)
     total = depth * budget
     n = budget + 1
     plane = batch * n  # out_ptr planes: tokens, parents, depths, ranks
     base = b.to(tl.int64) * total
     e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
     e_ok = e < total
-    node = tl.load(node_of_ptr + base + e, mask=e_ok, other=0, cache_modifier=".cg")
+    node = tl.load(node_of_ptr + base + e, mask=e_ok, other=0)
     owner = node > 0
-    score = tl.load(level_score_ptr + base + e, mask=owner, other=float("-inf"), cache_modifier=".cg")
+    score = tl.load(level_score_ptr + base + e, mask=owner, other=float("-inf"))
     real = owner & (score > float("-inf"))
     level = e // budget
-    parent_pos = tl.load(level_int_ptr + base + e, mask=real, other=0, cache_modifier=".cg")
-    rank = tl.load(level_int_ptr + batch * total + base + e, mask=real, other=0, cache_modifier=".cg")
-    parent = tl.load(node_of_ptr + base + (level - 1) * budget + parent_pos, mask=real & (level > 0), other=0,
-                     cache_modifier=".cg")
+    parent_pos = tl.load(level_int_ptr + base + e, mask=real, other=0)
+    rank = tl.load(level_int_ptr + batch * total + base + e, mask=real, other=0)
+    parent = tl.load(node_of_ptr + base + (level - 1) * budget + parent_pos, mask=real & (level > 0), other=0)
     token = tl.load(top_tokens_ptr + (b.to(tl.int64) * depth + level) * k + rank, mask=real, other=-1)
     at = out_ptr + b * n + node
     tl.store(at, tl.where(real, token, -1), mask=owner)
@@ -360,84 +339,3 @@ def _nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr,
         tl.store(root + 2 * plane, 0)
         tl.store(root + 3 * plane, -1)
         tl.store(logws_ptr + b * n, 0.0)
-
-
-# a launch per phase (per depth for the levels)
-@triton.jit
-def _level_kernel(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, d,
-                  batch, depth, k, budget, BLOCK_C: tl.constexpr, BLOCK_J: tl.constexpr):
-    _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, tl.program_id(0),
-           d, tl.program_id(1), batch, depth, k, budget, BLOCK_C, BLOCK_J)
-
-
-@triton.jit
-def _order_kernel(level_score_ptr, node_of_ptr, n_nodes_ptr, total, budget, BLOCK_E: tl.constexpr,
-                  BLOCK_J: tl.constexpr):
-    _order(level_score_ptr, node_of_ptr, n_nodes_ptr, tl.program_id(0), tl.program_id(1), total, budget, BLOCK_E,
-           BLOCK_J)
-
-
-@triton.jit
-def _nodes_kernel(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
-                  batch, depth, k, budget, BLOCK_E: tl.constexpr):
-    _nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
-           tl.program_id(0), tl.program_id(1), batch, depth, k, budget, BLOCK_E)
-
-
-# all phases in one launch
-@triton.jit
-def _wait(done_ptr, programs):
-    """Until `programs` programs of a phase are done (acquire: their stores are visible after it)."""
-    seen = tl.atomic_add(done_ptr, 0, sem="acquire")
-    while seen < programs:
-        seen = tl.atomic_add(done_ptr, 0, sem="acquire")
-
-
-@triton.jit
-def _done(done_ptr):
-    """The program's stores, by all its threads, then its phase's done count raised (release)."""
-    tl.debug_barrier()
-    tl.atomic_add(done_ptr, 1, sem="release")
-
-
-@triton.jit
-def _select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, sync_ptr, level_score_ptr,
-                   level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, batch, depth, k, budget, first_cand,
-                   num_cand, first_programs, level_programs, order_programs, BLOCK: tl.constexpr,
-                   BLOCK_J: tl.constexpr, SYNC: tl.constexpr):
-    """Ticket -> phase: depth 1's list (first_programs per request), depths 2.. (level_programs per request and
-    depth), the order then the nodes (order_programs per request each). sync_ptr: the ticket counter, then per
-    request the done counts of its depths and of its order, SYNC int32 apart."""
-    ticket = tl.atomic_add(sync_ptr, 1)
-    done = sync_ptr + SYNC  # [batch, depth + 1] counters
-    firsts = batch * first_programs
-    levels = firsts + (depth - 1) * batch * level_programs
-    orders = levels + batch * order_programs
-    if ticket < firsts:
-        b = ticket // first_programs
-        _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, first_cand, level_score_ptr, level_int_ptr, b, 0,
-               ticket % first_programs, batch, depth, k, budget, BLOCK, BLOCK_J)
-        _done(done + b * (depth + 1) * SYNC)
-    elif ticket < levels:
-        u = ticket - firsts
-        d = 1 + u // (batch * level_programs)
-        b = u // level_programs % batch
-        counters = done + (b * (depth + 1) + d) * SYNC
-        _wait(counters - SYNC, tl.where(d == 1, first_programs, level_programs))
-        _level(top_logq_ptr, cand_parent_ptr, cand_rank_ptr, num_cand, level_score_ptr, level_int_ptr, b, d,
-               u % level_programs, batch, depth, k, budget, BLOCK, BLOCK_J)
-        _done(counters)
-    elif ticket < orders:
-        v = ticket - levels
-        b = v // order_programs
-        counters = done + (b * (depth + 1) + depth) * SYNC
-        _wait(counters - SYNC, tl.where(depth == 1, first_programs, level_programs))
-        _order(level_score_ptr, node_of_ptr, n_nodes_ptr, b, v % order_programs, depth * budget, budget, BLOCK,
-               BLOCK_J)
-        _done(counters)
-    else:
-        w = ticket - orders
-        b = w // order_programs
-        _wait(done + (b * (depth + 1) + depth) * SYNC, order_programs)
-        _nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, b,
-               w % order_programs, batch, depth, k, budget, BLOCK)
