@@ -80,7 +80,7 @@ class NativeBackend:
         self.drafter = None if pair.drafter is None else StaticDrafter(pair, batch_size=batch, max_len=max_len,
                                                                        attention=draft_attention, fused=fused)
         self.round_state: DeviceRound | None = None  # built for the current settings on the first round
-        self.last_round: DeviceRound | None = None  # the round just run (budget="auto": the tail it chose)
+        self.last_round: DeviceRound | None = None  # the round just run (budget="auto": the chosen budget's)
         self.given_costs = budget_costs
         self.auto: AutoBudget | None = None  # budget="auto": made on the first such round
         self.auto_rounds: AutoRounds | None = None
