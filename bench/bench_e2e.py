@@ -12,7 +12,8 @@ overhead_pct = draft + tree + pack + commit as a share of the round's wall time,
 (everything speculation adds around the verify forward), walk_ms = the walk's time a round, host_pct = the wall
 time no stage covers (the device waiting for launches, readbacks, Python: with overlapped rounds only the gaps
 between stage graphs), mean_budget = the budget the rounds used (auto:
-chosen).
+chosen), switch_pct = the share of auto rounds whose budget differs from the round before (--auto-margin sets
+ddtree.budget.MARGIN, how much faster another candidate must look to change budget).
 Autoregressive rows run the target alone (a pair without the drafter: no drafter context to extend). Ratios
 x_ar / x_dflash compare rows of the same prompt set, path and temperature; with --exact every native row
 is timed again in bit-exact mode (Session(exact=True)) and x_fast is its speed over the same row's fast mode. Native
@@ -35,6 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree import Session
+from ddtree import budget as auto_budget
 from ddtree.kernels import decode_linear
 from ddtree.models import load_default_pair, load_pair
 
@@ -93,7 +95,8 @@ def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, 
     records = s.records[first:]
     stage = {k: sum(r.times[k] for r in records) for k in records[0].times}
     return {"tokens": len(gen.tokens) - start, "wall": wall, "rounds": len(records), "stage": stage,
-            "accepted": sum(gen.acceptance_lengths[-len(records):]), "budgets": sum(r.budget for r in records)}
+            "accepted": sum(gen.acceptance_lengths[-len(records):]), "budgets": sum(r.budget for r in records),
+            "switches": sum(a.budget != b.budget for a, b in zip(records, records[1:]))}
 
 
 def budget_arg(text: str):
@@ -125,10 +128,15 @@ def main() -> None:
     ap.add_argument("--decode-rows", type=int, default=None,
                     help="forwards of at most this many rows take the decode kernels (default: "
                          "ddtree.kernels.decode_linear.DECODE_ROWS)")
+    ap.add_argument("--auto-margin", type=float, default=None,
+                    help="budget='auto' changes budget only for a candidate expected this much faster (default: "
+                         "ddtree.budget.MARGIN)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     if args.decode_rows is not None:
         decode_linear.DECODE_ROWS = args.decode_rows  # read by every NativeDecoder made from here on
+    if args.auto_margin is not None:
+        auto_budget.MARGIN = args.auto_margin  # read by every choice from here on
     cuda = args.device.startswith("cuda")
     pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
@@ -155,6 +163,8 @@ def main() -> None:
                      "tokens_per_s": round(tokens / wall, 1),
                      "acceptance": round(sum(r["accepted"] for r in runs) / rounds, 2),
                      "mean_budget": round(sum(r["budgets"] for r in runs) / rounds, 1) if method == "ddtree" else None,
+                     "switch_pct": (round(100 * sum(r["switches"] for r in runs) / rounds, 1) if budget == "auto"
+                                    else None),
                      "round_ms": round(1e3 * wall / rounds, 3),
                      "verify_ms": round(1e3 * stage["verify"] / rounds, 3),
                      "walk_ms": round(1e3 * stage["walk"] / rounds, 3),
@@ -174,18 +184,19 @@ def main() -> None:
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(pair.dtype),
             "prompt_sets": {name: len(p) for name, p in prompts.items()}, "max_new": args.max_new,
             "hf_max_new": args.hf_max_new, "drafter": str(args.drafter or "shipped"),
-            "decode_rows": decode_linear.DECODE_ROWS,
+            "decode_rows": decode_linear.DECODE_ROWS, "auto_margin": auto_budget.MARGIN,
             "auto_costs": {("fused" if f else "unfused") + (" exact" if e else ""): c.to_dict()
                            for (f, e), c in costs.items()}}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "e2e_" + args.device.split(":")[0]
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "acceptance", "mean_budget", "round_ms",
-            "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast", "x_stepped"]
+    cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "acceptance", "mean_budget", "switch_pct",
+            "round_ms", "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast",
+            "x_stepped"]
     md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
           + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())
           + f", {args.max_new} new tokens each; hf path {args.hf_max_new}; decode kernels up to "
-          f"{meta['decode_rows']} rows)", "",
+          f"{meta['decode_rows']} rows; auto margin {meta['auto_margin']})", "",
           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     md += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
     md += ["", *summary(rows)]

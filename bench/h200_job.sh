@@ -14,7 +14,8 @@
 #   treeprofile     profile_tree_build.py --sweep: graphed tree stage per budget, kernels, launch settings
 #                                                                           -> $OUT/tree_build_profile.md
 #   e2equick        bench_e2e.py, 4 prompts a set, budgets 16-128 + auto (E2E_DRAFTER=DIR: another drafter,
-#                   E2E_DECODE_ROWS=N: decode kernels up to N rows)
+#                   E2E_DECODE_ROWS=N: decode kernels up to N rows, E2E_AUTO_MARGIN=F: auto's margin, E2E_OUT=NAME:
+#                   $OUT/NAME instead of $OUT/quick)
 #                                                                           -> $OUT/quick/e2e_cuda.*
 #   exact           bit-exact mode: check_exact.py (16 prompts x 256 tokens, batch 4 then 1) and its cost
 #                   (bench_e2e.py --exact, T=0, budget 128, 2 prompts a set) -> $OUT/exact_h200.*, $OUT/exact_cost/
@@ -48,7 +49,7 @@ for step in "$@"; do
     treeprofile) timeout 300 python3 -P bench/profile_tree_build.py --sweep --out "$OUT" 2>&1 | tail -60 ;;
     e2equick) timeout 300 python3 -P bench/bench_e2e.py --skip-hf --prompts 4 --budgets 16 32 64 128 auto \
                 ${E2E_DRAFTER:+--drafter "$E2E_DRAFTER"} ${E2E_DECODE_ROWS:+--decode-rows "$E2E_DECODE_ROWS"} \
-                --out "$OUT/quick" 2>&1 | tail -8 ;;
+                ${E2E_AUTO_MARGIN:+--auto-margin "$E2E_AUTO_MARGIN"} --out "$OUT/${E2E_OUT:-quick}" 2>&1 | tail -8 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -8,7 +8,9 @@ seconds, so the round's budget is
 
     argmax over candidates n of  (scale[n] * sum_b E_b[n] + B) / (cost(n) + overhead(n))
 
-one budget for the whole batch (every tree is padded to the same rows anyway). cost(n) is measured on the device at
+one budget for the whole batch (every tree is padded to the same rows anyway), kept while no candidate promises
+MARGIN more: the choice holds still where two budgets are about even (changing budget replays another CUDA graph,
+whose launches start cold). cost(n) is measured on the device at
 the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead(n) (draft, tree, pack,
 walk, commit: they grow with the rows) is given (one number for every budget) or learnt from recent rounds' time
 outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at least
@@ -45,6 +47,7 @@ LAG = 2  # round r's budget is chosen from what the rounds up to r - LAG told (m
 DECAY = 0.9  # per round, for the calibration sums (about the last ten rounds count)
 PRIOR = 4.0  # pseudo-tokens on both sides of the calibration, so that it starts at 1 and moves smoothly
 OVERHEAD_SAMPLES = 32  # recent rounds whose overhead enters the fit
+MARGIN = 0.02  # the budget changes only for a candidate expected this much faster (a fraction of the current rate)
 
 
 @dataclass(frozen=True)
@@ -110,15 +113,20 @@ def objective(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0)
     return [(a * float(e) + requests) / (c + o) for e, a, c, o in zip(expected, scale, costs.seconds, overheads)]
 
 
-def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0) -> int:
+def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale=1.0, current: int | None = None,
+                  margin: float = 0.0) -> int:
     """The candidate budget maximising the objective among those whose expectation is known (the smallest among
-    equals)."""
+    equals); `current` (the budget in use, if its expectation is known) unless that best one beats it by more than
+    `margin` of its rate."""
     if len(expected) != len(costs.budgets) or all(math.isnan(e) for e in expected):
         raise ValueError(f"expected must hold one value per candidate budget ({len(costs.budgets)}), not all NaN, "
                          f"got {list(expected)!r}")
     rate = objective(expected, requests, costs, overheads, scale)
     known = [k for k in range(len(rate)) if not math.isnan(rate[k])]
-    return costs.budgets[max(known, key=lambda k: (rate[k], -k))]
+    best = max(known, key=lambda k: (rate[k], -k))
+    if current in costs.budgets and (held := costs.budgets.index(current)) in known:
+        return current if rate[best] <= (1 + margin) * rate[held] else costs.budgets[best]
+    return costs.budgets[best]
 
 
 @dataclass
@@ -132,6 +140,7 @@ class AutoBudget:
     overheads: list[tuple[int, float]] = field(default_factory=list)  # recent rounds: (budget, seconds outside
     # the verify forward)
     latest: tuple | None = None  # [K] the last observed round's expectations, all requests (NaN: above its build)
+    budget: int | None = None  # the last budget chosen (None before the first choice)
     fitted: list[float] = field(init=False, repr=False)  # overhead(), refitted when a round is observed
 
     def __post_init__(self):
@@ -172,10 +181,14 @@ class AutoBudget:
         return [max(0.0, mean_s + slope * (n - mean_n)) for n in self.costs.budgets]
 
     def choose(self, requests: int) -> int:
-        """The next round's budget, from the latest observed round's expectations (start_budget before any)."""
+        """The next round's budget, from the latest observed round's expectations (start_budget before any); the
+        budget chosen last is kept unless another candidate promises MARGIN more."""
         if self.latest is None:
-            return start_budget(self.costs.budgets)
-        return choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale)
+            self.budget = start_budget(self.costs.budgets)
+        else:
+            self.budget = choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale,
+                                        self.budget, MARGIN)
+        return self.budget
 
     def choose_next(self, pending: list, requests: int) -> tuple[int, list]:
         """The next round's budget by the lag rule: `pending` the rounds started and not yet observed, oldest first,
@@ -204,7 +217,8 @@ class AutoBudget:
             self.fitted = self._fit()
 
     def copy(self) -> AutoBudget:
-        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads), self.latest)
+        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads), self.latest,
+                          self.budget)
 
 
 def accepted_within(accepted: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ import torch
 
 import ddtree
 from ddtree import BudgetCosts, Session
+from ddtree import budget as auto_budget
 from ddtree.budget import (AutoBudget, accepted_within, choose_budget, expected_accepts, lookahead, objective,
                            start_budget)
 from ddtree.engine import NativeDecoder
@@ -201,14 +202,52 @@ def test_auto_sessions_choose_alike_on_both_backends(confident_pair, verify):
         assert got == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(16, stop_on_eos=False)]
 
 
-def test_auto_follows_the_costs(pair):
+def test_auto_follows_the_costs(pair, monkeypatch):
     """Flat costs: the largest candidate once the first round has told its expectation; costs growing faster than
-    any tree's expectation: the smallest. The first two rounds run at the middle candidate."""
+    any tree's expectation: the smallest. The first two rounds run at the middle candidate. (Without the margin:
+    the random drafter's larger trees promise only a little more.)"""
+    monkeypatch.setattr(auto_budget, "MARGIN", 0.0)
     flat = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
     steep = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1e3, 1e6)),
                     backend="native")
     assert [flat.step().budget for _ in range(5)] == [4, 4, 8, 8, 8]
     assert [steep.step().budget for _ in range(5)] == [4, 4, 2, 2, 2]
+
+
+def test_the_budget_changes_only_for_a_margin():
+    """The budget in use is kept unless another candidate's expected rate beats it by more than the margin; a
+    current budget whose expectation is not known does not hold."""
+    costs = BudgetCosts((8, 64), (1.0, 1.05), overhead=0.0)  # rates: (E[8] + 1) / 1, (E[64] + 1) / 1.05
+    assert choose_budget([1.0, 1.1], 1, costs, 0.0, current=8, margin=0.02) == 8  # 2.0 vs 2.0 (+0%)
+    assert choose_budget([1.0, 1.12], 1, costs, 0.0, current=8, margin=0.02) == 8  # 64 is 1.0% faster
+    assert choose_budget([1.0, 1.3], 1, costs, 0.0, current=8, margin=0.02) == 64  # 9.5%
+    assert choose_budget([1.0, 1.12], 1, costs, 0.0, current=8, margin=0.0) == 64
+    assert choose_budget([1.0, 1.08], 1, costs, 0.0, current=64, margin=0.02) == 64  # 8 is 1.0% faster
+    assert choose_budget([1.0, 1.05], 1, costs, 0.0, current=64, margin=0.02) == 8  # 8 is 2.4% faster
+    assert choose_budget([1.0, math.nan], 1, costs, 0.0, current=64, margin=0.5) == 8  # 64 not known: no hold
+    assert choose_budget([1.0, 1.2], 1, costs, 0.0, current=None, margin=0.5) == 64
+
+
+def test_the_margin_steadies_a_wavering_choice(monkeypatch):
+    """Expectations that waver around the break-even point switch the budget every round without the margin, and
+    never with it; a clear change still switches."""
+    costs = BudgetCosts((8, 64), (1.0, 1.05), overhead=0.0)
+    wavering = [[1.0, 1.12], [1.0, 1.08]] * 5 + [[1.0, 1.0]] * 2  # 64 1% faster, 8 1% faster, ..., then 8 by 5%
+
+    def run(margin):
+        monkeypatch.setattr(auto_budget, "MARGIN", margin)
+        auto = AutoBudget(costs)
+        chosen = []
+        for expected in wavering:
+            auto.observe(expected, expected, None, 64)  # the drafter's expectation met: scale 1
+            chosen.append(auto.choose(1))
+        return chosen
+
+    assert run(0.0) == [64, 8] * 5 + [8, 8]
+    assert run(0.02) == [64] * 10 + [8, 8]
+    auto = AutoBudget(costs)
+    auto.observe([1.0, 1.2], [1.0, 1.2], None, 64)
+    assert auto.choose(1) == 64 and auto.copy().budget == 64  # a copy keeps the budget in use
 
 
 def test_the_choice_knows_the_candidates_up_to_the_build():
@@ -244,7 +283,8 @@ def test_measured_cost_tables(pair):
     assert s.records[0].budget in AUTO_BUDGETS
 
 
-def test_auto_fork_and_bad_input(pair):
+def test_auto_fork_and_bad_input(pair, monkeypatch):
+    monkeypatch.setattr(auto_budget, "MARGIN", 0.0)  # flat costs choose the largest candidate (test above)
     s = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
     s.step()
     chain = s.fork(method="dflash")  # an inherited "auto" does not apply to the chain
