@@ -2,7 +2,8 @@
 
 The tree stage of a round (ddtree.engine.device_round) is log_softmax over the draft logits then
 ddtree.kernels.tree_build.select_trees. This times that stage replayed from a CUDA graph (mean of --replays) per
-budget, lists its kernels with their GPU times (torch.profiler, one eager call at the largest budget), times the
+budget (the selection's two schedules side by side: one program per request, a launch per depth), lists its kernels
+with their GPU times (torch.profiler, one eager call at the largest budget), times the
 top-K stage against torch.topk on the same packed keys, and with --sweep tries the module's launch settings at the
 largest budget (every setting's trees checked equal to the default's).
 Writes <out>/tree_build_profile.md.
@@ -17,6 +18,7 @@ import torch
 
 import ddtree.kernels.tree_build as tb
 
+SMALL_LIMIT = 128  # the largest budget the one-program selection is timed at
 SETTINGS = ("TOP_K_CHUNK", "MERGE_WIDTH", "TOP_K_WARPS", "RANK_BLOCK", "RANK_CHUNK", "RANK_WARPS")
 
 
@@ -69,7 +71,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--depth", type=int, default=15)
     ap.add_argument("--vocab", type=int, default=49152)
-    ap.add_argument("--budgets", type=int, nargs="+", default=[32, 64, 128, 256])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--sweep", action="store_true", help="sweep the launch settings at the largest budget")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
@@ -80,9 +82,23 @@ def main() -> None:
     md = [f"# Device tree build, {torch.cuda.get_device_name()} (B={args.batch}, depth {args.depth}, vocab "
           f"{args.vocab}; `python bench/profile_tree_build.py {' '.join(map(str, ['--budgets', *args.budgets]))}`)",
           "", "Graphed tree stage (log_softmax + select_trees), mean of "
-          f"{args.replays} replays:", "", "| budget | graphed us |", "|---|---|"]
+          f"{args.replays} replays, with the selection as select_from_top_k schedules it (one program per request up "
+          f"to SMALL_MAX_BUDGET = {tb.SMALL_MAX_BUDGET}) and with each schedule forced (one program per request only up "
+          f"to budget {SMALL_LIMIT}):", "",
+          "| budget | graphed us | one program per request | a launch per depth | same trees |", "|---|---|---|---|---|"]
+    chosen = tb.SMALL_MAX_BUDGET
     for budget in args.budgets:
-        md.append(f"| {budget} | {1e3 * graphed_ms(dlogits, budget, args.replays):.1f} |")
+        row, trees = [f"{1e3 * graphed_ms(dlogits, budget, args.replays):.1f}"], []
+        for forced in (SMALL_LIMIT, 0):
+            tb.SMALL_MAX_BUDGET = forced
+            if budget <= forced or forced == 0:
+                trees.append(stage(dlogits, budget))
+                row.append(f"{1e3 * graphed_ms(dlogits, budget, args.replays):.1f}")
+            else:
+                row.append("")
+        tb.SMALL_MAX_BUDGET = chosen
+        same = all(torch.equal(a, b) for a, b in zip(*trees)) if len(trees) == 2 else ""
+        md.append(f"| {budget} | " + " | ".join(row) + f" | {same} |")
     md += ["", f"Kernels of one eager call at budget {top}:", "", *kernel_table(dlogits, top)]
     logq = torch.log_softmax(dlogits, dim=-1)
     keys = packed_keys(logq)

@@ -21,6 +21,9 @@ with the 8 set here; kernel times and launch settings in bench/results/tree_buil
             (only the ~N ln N with (p+1)(r+1) <= N can be among the N best, see select_from_top_k)
   order     the global pop order: each entry ranked against all depth * N entries
   nodes     every node slot written by the entry that owns it (real node or padding)
+Up to SMALL_MAX_BUDGET the selection is instead one program per request (_small_select_kernel), its phases ordered
+by barriers: one launch instead of depth + 2 while the lists are short (0, off, until measured on the H200:
+bench/profile_tree_build.py times both schedules side by side).
 """
 from __future__ import annotations
 
@@ -40,6 +43,8 @@ TOP_K_CHUNK = 1024  # vocabulary entries per program of the first top-K pass
 MERGE_WIDTH = 1024  # keys per program of a top-K merge
 TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, profile_round)
 RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 8, 512, 8  # selection: entries ranked per program, compared per step
+SMALL_MAX_BUDGET = 0  # up to this budget the selection is one program per request (_small_select_kernel)
+SMALL_CHUNK, SMALL_WARPS = 16, 8  # its candidates compared per step (all steps unrolled), its warps
 
 
 def build_trees_device(draft_logits: torch.Tensor, budget: int, *, draft_temperature: float = 1.0) -> TreeBatch:
@@ -164,6 +169,15 @@ def select_from_top_k(top_logq: torch.Tensor, top_tokens: torch.Tensor, budget: 
     out_long = torch.empty(4, batch, n, dtype=torch.long, device=device)  # tokens, parents, depths, ranks
     logws = torch.empty(batch, n, dtype=torch.float64, device=device)
     n_nodes = torch.empty(batch, dtype=torch.long, device=device)
+    if budget <= SMALL_MAX_BUDGET:
+        n_pad, c_pad = triton.next_power_of_2(budget), max(SMALL_CHUNK, triton.next_power_of_2(len(cand_parent)))
+        cand_score = torch.empty(batch, c_pad, dtype=torch.float64, device=device)  # one depth's candidate scores
+        _small_select_kernel[(batch,)](
+            top_logq, top_tokens, cand_parent, cand_rank, cand_score, level_score, level_int, node_of, out_long,
+            logws, n_nodes, batch, depth, k, budget, len(cand_parent), N_PAD=n_pad, LOG_N=n_pad.bit_length() - 1,
+            C_PAD=c_pad, D_PAD=triton.next_power_of_2(depth), T_PAD=triton.next_power_of_2(total),
+            CHUNK=SMALL_CHUNK, num_warps=SMALL_WARPS)
+        return TreeBatch(*out_long, logws, n_nodes)
     for d in range(depth):
         num_cand = min(k, budget) if d == 0 else len(cand_parent)  # depth 1: the root's children only
         _level_kernel[(batch, triton.cdiv(num_cand, RANK_BLOCK))](
@@ -308,13 +322,20 @@ def _order_kernel(level_score_ptr, node_of_ptr, n_nodes_ptr, total, budget, BLOC
 @triton.jit
 def _nodes_kernel(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
                   batch, depth, k, budget, BLOCK_E: tl.constexpr):
-    """Node slot node_of[e] from entry e: its fields if its score is finite, padding otherwise; the root."""
-    b, pe = tl.program_id(0), tl.program_id(1)
+    pe = tl.program_id(1)
+    _write_nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr,
+                 tl.program_id(0), pe * BLOCK_E + tl.arange(0, BLOCK_E), pe == 0, batch, depth, k, budget)
+
+
+@triton.jit
+def _write_nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, b,
+                 e, write_root, batch, depth, k, budget):
+    """Node slot node_of[e] from entries e (depth-major over the lists): its fields if its score is finite,
+    padding otherwise; n_nodes raised to past the last real node; the root if write_root."""
     total = depth * budget
     n = budget + 1
     plane = batch * n  # out_ptr planes: tokens, parents, depths, ranks
     base = b.to(tl.int64) * total
-    e = pe * BLOCK_E + tl.arange(0, BLOCK_E)
     e_ok = e < total
     node = tl.load(node_of_ptr + base + e, mask=e_ok, other=0)
     owner = node > 0
@@ -332,10 +353,78 @@ def _nodes_kernel(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, o
     tl.store(at + 3 * plane, tl.where(real, rank, -1).to(tl.int64), mask=owner)
     tl.store(logws_ptr + b * n + node, tl.where(real, score, float("-inf")), mask=owner)
     tl.atomic_max(n_nodes_ptr + b, tl.max(tl.where(real, node + 1, 1), axis=0).to(tl.int64))
-    if pe == 0:  # the root
+    if write_root:
         root = out_ptr + b * n
         tl.store(root, -1)
         tl.store(root + plane, -1)
         tl.store(root + 2 * plane, 0)
         tl.store(root + 3 * plane, -1)
         tl.store(logws_ptr + b * n, 0.0)
+
+
+@triton.jit
+def _small_select_kernel(top_logq_ptr, top_tokens_ptr, cand_parent_ptr, cand_rank_ptr, cand_score_ptr,
+                         level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, batch, depth,
+                         k, budget, num_cand, N_PAD: tl.constexpr, LOG_N: tl.constexpr, C_PAD: tl.constexpr,
+                         D_PAD: tl.constexpr, T_PAD: tl.constexpr, CHUNK: tl.constexpr):
+    """The whole selection of request b in one program, its phases ordered by barriers (the program's own stores
+    are visible to all its threads after one), as select_from_top_k's launches order them:
+      levels  depth 1's list is the K best themselves; each deeper list ranks every candidate against all (their
+              scores staged in cand_score, compared CHUNK at a time);
+      order   entry (d, i)'s pop rank is i plus, in every other list d', how many entries come before it: those
+              scoring at least as high (d' < d) or higher (d' > d), a prefix of d''s list found by binary search;
+      nodes   as _nodes_kernel, for all entries at once."""
+    b = tl.program_id(0)
+    rows = b.to(tl.int64) * depth
+    int_plane = batch * depth * budget
+    i = tl.arange(0, N_PAD)
+    i_ok, real = i < budget, i < k
+    tl.store(level_score_ptr + rows * budget + i,
+             tl.load(top_logq_ptr + rows * k + i, mask=real, other=float("-inf")), mask=i_ok)
+    tl.store(level_int_ptr + rows * budget + i, tl.zeros([N_PAD], tl.int32), mask=i_ok)
+    tl.store(level_int_ptr + int_plane + rows * budget + i, tl.where(real, i, 0), mask=i_ok)
+    c = tl.arange(0, C_PAD)
+    c_ok = c < num_cand  # >= budget: every list position below the budget gets one candidate
+    parent = tl.load(cand_parent_ptr + c, mask=c_ok, other=0)
+    rank = tl.load(cand_rank_ptr + c, mask=c_ok, other=0)
+    staged = cand_score_ptr + b.to(tl.int64) * C_PAD
+    for d in range(1, depth):
+        tl.debug_barrier()  # depth d - 1's list stored; the previous depth's staged scores read
+        row = rows + d
+        score = (tl.load(level_score_ptr + (row - 1) * budget + parent, mask=c_ok, other=0.0)
+                 + tl.load(top_logq_ptr + row * k + rank, mask=c_ok, other=float("-inf")))
+        tl.store(staged + c, score, mask=c_ok)
+        tl.debug_barrier()
+        ahead = tl.zeros([C_PAD], dtype=tl.int32)
+        for chunk in tl.static_range(C_PAD // CHUNK):  # unrolled: every chunk's load in flight at once
+            j = chunk * CHUNK + tl.arange(0, CHUNK)
+            j_ok = j < num_cand
+            ahead += _ahead(score, c, tl.load(staged + j, mask=j_ok, other=float("-inf")), j, j_ok)
+        keep = c_ok & (ahead < budget)
+        tl.store(level_score_ptr + row * budget + ahead, score, mask=keep)
+        tl.store(level_int_ptr + row * budget + ahead, parent, mask=keep)
+        tl.store(level_int_ptr + int_plane + row * budget + ahead, rank, mask=keep)
+    tl.debug_barrier()
+
+    total = depth * budget
+    lists = level_score_ptr + rows * budget  # [depth, budget], each in pop order (-inf last)
+    e = tl.arange(0, T_PAD)
+    e_ok = e < total
+    score = tl.load(lists + e, mask=e_ok, other=float("-inf"))
+    own = e // budget
+    other = tl.arange(0, D_PAD)[None, :]  # [1, D_PAD]
+    earlier = other < own[:, None]  # [T_PAD, D_PAD]: ties in an earlier list come first
+    before = tl.zeros([T_PAD, D_PAD], dtype=tl.int32)  # entries of list d' before entry e (a prefix of d')
+    for t in tl.static_range(LOG_N + 1):
+        step = N_PAD >> t
+        probe = before + step - 1
+        ok = (probe < budget) & (other < depth) & e_ok[:, None]
+        value = tl.load(lists + other * budget + probe, mask=ok, other=float("-inf"))
+        first = ok & ((value > score[:, None]) | (earlier & (value == score[:, None])))
+        before = tl.where(first, before + step, before)
+    pop = tl.sum(tl.where(other == own[:, None], 0, before), axis=1) + e % budget
+    tl.store(node_of_ptr + b.to(tl.int64) * total + e, tl.where(pop < budget, pop + 1, 0), mask=e_ok)
+    tl.store(n_nodes_ptr + b, 1)
+    tl.debug_barrier()
+    _write_nodes(top_tokens_ptr, level_score_ptr, level_int_ptr, node_of_ptr, out_ptr, logws_ptr, n_nodes_ptr, b,
+                 e, True, batch, depth, k, budget)

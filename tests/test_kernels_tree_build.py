@@ -13,6 +13,13 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 FIELDS = ("tokens", "parents", "depths", "ranks", "node_logws")
 
 
+@pytest.fixture(params=["one program per request", "a launch per depth"])
+def selection_schedule(request, monkeypatch):
+    """Both schedules of the selection kernels (select_from_top_k picks one by budget)."""
+    monkeypatch.setattr(tree_build, "SMALL_MAX_BUDGET", 128 if request.param == "one program per request" else 0)
+    return request.param
+
+
 def assert_same_trees(draft_logits: torch.Tensor, budget: int):
     got = build_trees_device(draft_logits, budget)
     assert got.tokens.shape == (draft_logits.shape[0], budget + 1)
@@ -62,8 +69,8 @@ def test_bad_input_names_the_argument():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("budget", [16, 128, 512, 1024])
-def test_same_trees_on_gpu_real_vocab(budget):
+@pytest.mark.parametrize("budget", [8, 16, 32, 64, 128, 512, 1024])
+def test_same_trees_on_gpu_real_vocab(budget, selection_schedule):
     logits = torch.randn(4, 16, 49152, device=DEVICE) * 4
     logits[2] = logits[2].round()  # many ties
     assert_same_trees(logits, budget)
@@ -99,7 +106,7 @@ def test_top_k_kernel_nan_and_signed_zero_and_one_chunk():
         assert torch.equal(got, want)
 
 
-def test_kernels_build_the_trees_of_build_tree(monkeypatch):
+def test_kernels_build_the_trees_of_build_tree(monkeypatch, selection_schedule):
     """top_k then select_from_top_k (the device path of select_trees), vocabulary larger than a chunk."""
     monkeypatch.setattr(tree_build, "TOP_K_CHUNK", 64)
     monkeypatch.setattr(tree_build, "MERGE_WIDTH", 256)
@@ -111,7 +118,7 @@ def test_kernels_build_the_trees_of_build_tree(monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["random", "ties", "zero-probability"])
-def test_selection_kernel_matches_its_reference(kind):
+def test_selection_kernel_matches_its_reference(kind, selection_schedule):
     """The Triton selection (Triton's interpreter on a CPU) gives the torch reference's trees bit for bit."""
     g = torch.Generator().manual_seed(10 + len(kind))
     for _ in range(12):
@@ -122,7 +129,7 @@ def test_selection_kernel_matches_its_reference(kind):
             assert torch.equal(a, b), (field, tuple(logits.shape), budget)
 
 
-def test_selection_kernel_at_a_real_depth_and_budget():
+def test_selection_kernel_at_a_real_depth_and_budget(selection_schedule):
     logits = torch.randn(2, 15, 300, generator=torch.Generator().manual_seed(7)) * 3
     logits[1] = logits[1].round()  # many exact ties
     top = _top_k(logits.to(DEVICE), 64)
