@@ -43,7 +43,7 @@ TOP_K_CHUNK = 1024  # vocabulary entries per program of the first top-K pass
 MERGE_WIDTH = 1024  # keys per program of a top-K merge
 TOP_K_WARPS = 8  # launch settings measured best on the H200 (bench results, profile_round)
 RANK_BLOCK, RANK_CHUNK, RANK_WARPS = 8, 512, 8  # selection: entries ranked per program, compared per step
-SMALL_MAX_BUDGET = 0  # up to this budget the selection is one program per request (_small_select_kernel)
+SMALL_MAX_BUDGET = 16  # up to this budget the selection is one program per request (_small_select_kernel)
 SMALL_CHUNK, SMALL_WARPS = 16, 8  # its candidates compared per step (all steps unrolled), its warps
 
 
