@@ -77,6 +77,39 @@ def test_anchors_stay_in_the_response_and_loss_is_finite():
     assert all(p.grad is not None for p in drafter.parameters())
 
 
+
+def test_soft_labels_read_the_targets_distribution_one_position_before_each_label():
+    """The soft term of block position k is the target's distribution at a + k - 1 (the logits that predict token
+    a + k). A teacher that puts all its mass on the next token of the sequence makes the soft loss the hard one; the
+    same teacher read one position off (the off-by-one it guards against) does not."""
+    gen = torch.Generator().manual_seed(3)
+    n, t, vocab = 2, 10, 300
+    tokens = torch.randint(0, 299, (n, t), generator=gen)
+    lengths = torch.tensor([10, 8])
+    anchors, valid = torch.tensor([[2, 6], [3, 5]]), torch.ones(2, 2, dtype=torch.bool)
+    b = TINY["block_size"]
+    positions = (anchors[:, :, None] + torch.arange(b)).clamp_max(t - 1)  # [N, A, B]
+    sure = F.one_hot(tokens.gather(1, positions.view(n, -1)).view(n, 2, b), vocab).float() * 8  # logits
+    hidden = (sure + torch.randn(sure.shape, generator=gen)).requires_grad_(True)  # a student that knows the labels
+    head = torch.nn.Identity()  # hidden = logits
+    next_token = torch.cat([tokens[:, 1:], tokens[:, :1]], dim=1)  # [N, T]: the token after each position
+    teacher = F.one_hot(next_token, vocab).float() * 60 - 30  # all mass on the next token
+    hard, stats = block_loss(hidden, head, tokens, lengths, anchors, valid, 7.0)
+    assert torch.allclose(stats["hard_loss"], hard)
+    soft, soft_stats = block_loss(hidden, head, tokens, lengths, anchors, valid, 7.0, teacher, 1.0)
+    torch.testing.assert_close(soft, hard, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(soft_stats["hard_loss"], hard)
+    shifted = torch.roll(teacher, 1, dims=1)  # the teacher of position p read at p + 1
+    off, _ = block_loss(hidden, head, tokens, lengths, anchors, valid, 7.0, shifted, 1.0)
+    assert off > hard + 1
+    half, _ = block_loss(hidden, head, tokens, lengths, anchors, valid, 7.0, shifted, 0.5)
+    torch.testing.assert_close(half, (hard + off) / 2)
+    half.backward()
+    assert hidden.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="needs teacher_logits"):
+        block_loss(hidden, head, tokens, lengths, anchors, valid, 7.0, None, 0.5)
+
+
 @pytest.mark.slow
 def test_shipped_drafter_drafts_far_better_than_a_random_drafter():
     pair = load_default_pair()

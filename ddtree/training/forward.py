@@ -102,24 +102,39 @@ def depth_weights(block_size: int, gamma: float, device=None):
     return torch.exp(-(k - 1) / gamma)
 
 
-def block_loss(hidden, lm_head, tokens, lengths, anchors, valid, gamma: float):
-    """Weighted cross-entropy of the B-1 masked positions -> (loss, stats).
+def block_loss(hidden, lm_head, tokens, lengths, anchors, valid, gamma: float, teacher_logits=None,
+               soft_weight: float = 0.0):
+    """Weighted loss of the B-1 masked positions -> (loss, stats).
 
     hidden  # [N, A, B, hidden]; labels of block position k are tokens[n, a + k] where a + k < lengths[n].
-    stats: per-depth top-1 accuracy  # [B-1], the mean accepted chain length 1 + (leading correct positions,
-    counting a label past the sequence end as a miss), and the number of supervised tokens."""
+    Per label: (1 - soft_weight) * cross-entropy of the label + soft_weight * cross-entropy of the target's own
+    distribution there, teacher_logits[n, a + k - 1] (teacher_logits  # [N, T, vocab]: the target's logits at every
+    position, each predicting the next token; needed when soft_weight > 0). The soft term teaches the target's
+    alternatives too (the ranks a tree keeps) and, on sampled sequences, the target's choice rather than the draw.
+    stats: the hard cross-entropy alone ("hard_loss", comparable across soft weights), per-depth top-1 accuracy
+    # [B-1], the mean accepted chain length 1 + (leading correct positions, counting a label past the sequence end
+    as a miss), and the number of supervised tokens."""
+    if soft_weight > 0 and teacher_logits is None:
+        raise ValueError("soft_weight > 0 needs teacher_logits  # [N, T, vocab]")
     n, a, b, _ = hidden.shape
     label_pos = anchors[:, :, None] + torch.arange(1, b, device=anchors.device)  # [N, A, B-1]
     in_seq = (label_pos < lengths[:, None, None]) & valid[:, :, None]
     labels = tokens.gather(1, label_pos.clamp_max(tokens.shape[1] - 1).reshape(n, -1)).view(n, a, b - 1)
     logits = lm_head(hidden[:, :, 1:][in_seq]).float()  # [M, vocab]
     weights = depth_weights(b, gamma, hidden.device).expand(n, a, b - 1)[in_seq]  # [M]
-    losses = F.cross_entropy(logits, labels[in_seq], reduction="none")
+    hard = F.cross_entropy(logits, labels[in_seq], reduction="none")  # [M]
+    losses = hard
+    if soft_weight > 0:
+        rows = torch.arange(n, device=hidden.device)[:, None, None].expand(n, a, b - 1)[in_seq]  # [M]
+        teacher = teacher_logits[rows, label_pos[in_seq] - 1].float().softmax(-1)  # [M, vocab]
+        soft = -(teacher * logits.log_softmax(-1)).sum(-1)  # [M]
+        losses = (1 - soft_weight) * hard + soft_weight * soft
     loss = (losses * weights).sum() / weights.sum()
     with torch.no_grad():
+        hard_loss = (hard * weights).sum() / weights.sum()
         correct = torch.zeros(n, a, b - 1, dtype=torch.bool, device=hidden.device)
         correct[in_seq] = logits.argmax(-1) == labels[in_seq]
         depth_acc = correct.sum((0, 1)).float() / in_seq.sum((0, 1)).clamp_min(1)
         accepted = 1 + correct.int().cumprod(-1).sum(-1).float()  # [N, A]
         chain = accepted[valid].mean()
-    return loss, {"depth_acc": depth_acc, "chain_accept": chain, "tokens": int(in_seq.sum())}
+    return loss, {"hard_loss": hard_loss, "depth_acc": depth_acc, "chain_accept": chain, "tokens": int(in_seq.sum())}

@@ -5,15 +5,17 @@
   data.npz (the sequences), log.jsonl (train/val metrics), train.log is the caller's, ckpt/ (bf16 drafter
   folder, shards <= 15 MB). See ddtree/training/README.md for the commands used for the shipped drafter.
 
-  Several shapes (--layers 3 5) train side by side on the same batches and anchors, sharing one target forward per
-  step; each writes ckpt-<n>L/. With --init-from, every shape starts from that drafter (extra layers appended so
-  that they start as the identity: see grown).
+  Several shapes (--layers 3 5) and losses (--soft-weight 0 0.5: the share of the target's own distribution in the
+  labels) train side by side on the same batches and anchors, sharing one target forward per step; each writes
+  ckpt-<name>/ (name 3L, or 3L-soft0.5 when several soft weights run). With --init-from, every shape starts from
+  that drafter (extra layers appended so that they start as the identity: see grown).
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import dataclasses
+import itertools
 import json
 import math
 import time
@@ -25,7 +27,7 @@ from tqdm.auto import tqdm
 
 from ddtree.models import DFlashDrafter, load_target, random_drafter_for
 from ddtree.models.pair import spread_layer_ids
-from ddtree.training.data import SequenceData, generate_responses
+from ddtree.training.data import GENERATORS, SequenceData, generate_responses
 from ddtree.training.forward import block_loss, sample_anchors, training_forward
 from ddtree.training.prompts import PROMPTS_FILE, load_prompts
 
@@ -40,12 +42,14 @@ def spread(length: int, count: int) -> np.ndarray:
     return np.unique(np.linspace(0, length - 1, count).round().astype(int))
 
 
-def target_features(target, tokens, layer_ids):
-    """Target features of every position of right-padded `tokens`  # [N, T] -> [N, T, len(ids) * hidden]
-    (layer id l = hidden_states[l + 1], as ddtree.models.target_forward; padding only follows real tokens)."""
+def target_features(target, tokens, layer_ids, logits: bool = False):
+    """Target features of every position of right-padded `tokens`  # [N, T] -> (features  # [N, T, len(ids) *
+    hidden], the target's logits  # [N, T, vocab] when `logits`, else None) (layer id l = hidden_states[l + 1], as
+    ddtree.models.target_forward; padding only follows real tokens)."""
     with torch.no_grad():
-        out = target(input_ids=tokens, output_hidden_states=True, logits_to_keep=1)
-        return torch.cat([out.hidden_states[layer + 1] for layer in layer_ids], dim=-1)
+        out = target(input_ids=tokens, output_hidden_states=True, logits_to_keep=0 if logits else 1)
+        features = torch.cat([out.hidden_states[layer + 1] for layer in layer_ids], dim=-1)
+        return features, out.logits if logits else None
 
 
 def make_batch(data: SequenceData, index, device):
@@ -61,9 +65,10 @@ def make_batch(data: SequenceData, index, device):
 
 @dataclasses.dataclass
 class Run:
-    """One drafter being trained: its optimizer, checkpoint folder and best validation loss so far."""
+    """One drafter being trained: its loss's soft weight, optimizer, checkpoint folder and best validation loss."""
     name: str
     drafter: DFlashDrafter
+    soft_weight: float
     optimizer: torch.optim.Optimizer
     folder: Path
     best_val: float = math.inf
@@ -87,18 +92,19 @@ def grown(drafter: DFlashDrafter, num_layers: int) -> DFlashDrafter:
     return bigger
 
 
-def step_metrics(drafters, target, batch, num_anchors, gamma, generator, autocast):
-    """[(loss, stats)] of one batch for each drafter: the same random anchors (from `generator`) and one target
-    forward for all (the drafters share their target_layer_ids)."""
+def step_metrics(runs, target, batch, num_anchors, gamma, generator, autocast):
+    """[(loss, stats)] of one batch for each run: the same random anchors (from `generator`) and one target
+    forward for all (the drafters share their target_layer_ids; its logits are kept when a run's loss needs them)."""
     tokens, lengths, prompt_lens = batch
     anchors, valid = sample_anchors(prompt_lens, lengths, num_anchors, generator)
-    features = target_features(target, tokens, drafters[0].config.target_layer_ids)
+    features, teacher = target_features(target, tokens, runs[0].drafter.config.target_layer_ids,
+                                        logits=any(run.soft_weight > 0 for run in runs))
     results = []
-    for drafter in drafters:
+    for run in runs:
         with autocast():
-            hidden = training_forward(drafter, target.get_input_embeddings().weight, features, tokens, anchors)
+            hidden = training_forward(run.drafter, target.get_input_embeddings().weight, features, tokens, anchors)
             results.append(block_loss(hidden, target.get_output_embeddings(), tokens, lengths, anchors, valid,
-                                      gamma))
+                                      gamma, teacher, run.soft_weight))
     return results
 
 
@@ -111,24 +117,26 @@ def learning_rate(step: int, progress: float, peak: float, warmup: int, floor: f
 
 
 @torch.no_grad()
-def evaluate(drafters, target, data: SequenceData, args, autocast) -> list[dict]:
-    """Per drafter: validation loss and chain-acceptance proxy on the greedy sequences of `data`, fixed anchors."""
+def evaluate(runs, target, data: SequenceData, args, autocast) -> list[dict]:
+    """Per run: validation loss (its own), hard cross-entropy and chain-acceptance proxy on the greedy sequences
+    of `data`, fixed anchors."""
     greedy = np.flatnonzero(data.temperatures == 0)[:args.val_sequences]
     generator = torch.Generator(device=args.device).manual_seed(1234)
-    totals = [{"loss": 0.0, "chain_accept": 0.0, "depth_acc": 0.0} for _ in drafters]
+    totals = [{"loss": 0.0, "hard_loss": 0.0, "chain_accept": 0.0, "depth_acc": 0.0} for _ in runs]
     batches = range(0, len(greedy), args.batch_size)
-    for drafter in drafters:
-        drafter.eval()
+    for run in runs:
+        run.drafter.eval()
     for start in batches:
         batch = make_batch(data, greedy[start:start + args.batch_size], args.device)
-        for total, (loss, stats) in zip(totals, step_metrics(drafters, target, batch, args.anchors, args.gamma,
+        for total, (loss, stats) in zip(totals, step_metrics(runs, target, batch, args.anchors, args.gamma,
                                                              generator, autocast)):
             total["loss"] += float(loss) / len(batches)
+            total["hard_loss"] += float(stats["hard_loss"]) / len(batches)
             total["chain_accept"] += float(stats["chain_accept"]) / len(batches)
             total["depth_acc"] += stats["depth_acc"].cpu() / len(batches)
-    for drafter in drafters:
-        drafter.train()
-    return [{"val_loss": t["loss"], "val_chain_accept": t["chain_accept"],
+    for run in runs:
+        run.drafter.train()
+    return [{"val_loss": t["loss"], "val_hard_loss": t["hard_loss"], "val_chain_accept": t["chain_accept"],
              "val_depth_acc": [round(x, 4) for x in t["depth_acc"].tolist()]} for t in totals]
 
 
@@ -144,7 +152,6 @@ def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceD
     cuda = args.device.startswith("cuda")
     device_type = "cuda" if cuda else "cpu"
     autocast = lambda: torch.autocast(device_type, dtype=torch.bfloat16, enabled=cuda)  # noqa: E731
-    drafters = [run.drafter for run in runs]
     generator = torch.Generator(device=args.device).manual_seed(args.seed)
     order_rng = np.random.default_rng(args.seed)
     log = (args.out / "log.jsonl").open("a")
@@ -152,7 +159,7 @@ def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceD
     t0 = last_save = time.perf_counter()
 
     def validate(record: dict) -> None:
-        for run, metrics in zip(runs, evaluate(drafters, target, val_data, args, autocast)):
+        for run, metrics in zip(runs, evaluate(runs, target, val_data, args, autocast)):
             record[run.name] |= metrics
             if args.keep_best and metrics["val_loss"] < run.best_val:
                 run.best_val = metrics["val_loss"]
@@ -160,8 +167,8 @@ def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceD
                 record[run.name]["saved"] = True
 
     bar = tqdm(total=args.steps, desc="training", unit="step")
-    for drafter in drafters:
-        drafter.train()
+    for run in runs:
+        run.drafter.train()
     while True:
         elapsed = time.perf_counter() - t0
         progress = max(step / args.steps if args.steps else 0.0, elapsed / args.seconds if args.seconds else 0.0)
@@ -172,7 +179,7 @@ def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceD
         batch = make_batch(train_data, order[cursor:cursor + args.batch_size], args.device)
         cursor += args.batch_size
         lr = learning_rate(step, progress, args.lr, args.warmup)
-        results = step_metrics(drafters, target, batch, args.anchors, args.gamma, generator, autocast)
+        results = step_metrics(runs, target, batch, args.anchors, args.gamma, generator, autocast)
         record = {"step": step + 1, "elapsed": round(time.perf_counter() - t0, 1), "lr": float(f"{lr:.4g}")}
         for run, (loss, stats) in zip(runs, results):
             for group in run.optimizer.param_groups:
@@ -181,7 +188,8 @@ def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceD
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(run.drafter.parameters(), 1.0)
             run.optimizer.step()
-            record[run.name] = {"loss": round(loss.item(), 4), "chain_accept": round(float(stats["chain_accept"]), 3),
+            record[run.name] = {"loss": round(loss.item(), 4), "hard_loss": round(float(stats["hard_loss"]), 4),
+                                "chain_accept": round(float(stats["chain_accept"]), 3),
                                 "depth_acc_1_4": [round(x, 3) for x in stats["depth_acc"][:4].tolist()],
                                 "grad_norm": round(float(grad_norm), 3), "tokens": stats["tokens"]}
         step += 1
@@ -223,6 +231,9 @@ def parse_args(argv=None):
                       help="generate a response per prompt at each (0 = greedy); none: no generation")
     data.add_argument("--max-new-tokens", type=int, default=256)
     data.add_argument("--gen-batch", type=int, default=1024)
+    data.add_argument("--gen-backend", choices=GENERATORS, default="hf",
+                      help="hf: Hugging Face generate; session: ddtree.Session's autoregressive method (on CUDA the "
+                           "native engine with CUDA graphs)")
     data.add_argument("--val-prompts", type=int, default=64, help="training prompts kept out for validation")
     data.add_argument("--val-sequences", type=int, default=64)
     model = parser.add_argument_group("drafter")
@@ -243,6 +254,9 @@ def parse_args(argv=None):
     opt.add_argument("--lr", type=float, default=6e-4)
     opt.add_argument("--warmup", type=int, default=100)
     opt.add_argument("--gamma", type=float, default=7.0, help="loss weight exp(-(k-1)/gamma) at block position k")
+    opt.add_argument("--soft-weight", type=float, nargs="+", default=[0.0],
+                     help="share of the target's own distribution in each label (0: the sequence's token alone, 1: "
+                          "the distribution alone); several values train that many drafters side by side")
     opt.add_argument("--log-every", type=int, default=25)
     opt.add_argument("--val-every", type=int, default=250)
     opt.add_argument("--save-every", type=float, default=120.0, help="seconds between checkpoints")
@@ -253,6 +267,8 @@ def parse_args(argv=None):
         parser.error("give --steps, --seconds or --stop-at")
     if len(set(args.layers)) != len(args.layers) or min(args.layers) < 1:
         parser.error(f"--layers must list distinct positive depths, got {args.layers}")
+    if len(set(args.soft_weight)) != len(args.soft_weight) or not all(0 <= w <= 1 for w in args.soft_weight):
+        parser.error(f"--soft-weight must list distinct weights in [0, 1], got {args.soft_weight}")
     if args.init_from and len(args.init_from) not in (1, len(args.layers)):
         parser.error(f"--init-from takes one folder or one per --layers ({len(args.layers)}), got {len(args.init_from)}")
     return args
@@ -273,8 +289,9 @@ def main(argv=None) -> None:
     parts = [SequenceData.load(path) for path in args.data or ()]
     if args.temperatures:
         t0 = time.perf_counter()
-        parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, batch_size=args.gen_batch,
-                                        max_new_tokens=args.max_new_tokens, seed=args.seed))
+        parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, backend=args.gen_backend,
+                                        batch_size=args.gen_batch, max_new_tokens=args.max_new_tokens,
+                                        seed=args.seed))
         parts[-1].save(args.out / "data.npz")
         print(f"generated {len(parts[-1])} sequences, {len(parts[-1].tokens)} tokens in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
@@ -283,7 +300,7 @@ def main(argv=None) -> None:
         print(f"warning: mask token id {args.mask_token_id} occurs in the data", flush=True)
     train_data, val_data = data.split(spread(len(prompts), args.val_prompts))
     runs = []
-    for i, num_layers in enumerate(args.layers):
+    for (i, num_layers), soft_weight in itertools.product(enumerate(args.layers), args.soft_weight):
         if args.init_from:
             folder = args.init_from[i % len(args.init_from)]
             start = DFlashDrafter.from_pretrained(folder, device=args.device, dtype=torch.float32)
@@ -296,8 +313,9 @@ def main(argv=None) -> None:
         drafter = drafter.float().requires_grad_(True)
         optimizer = torch.optim.AdamW(drafter.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01,
                                       **({"fused": True} if args.device.startswith("cuda") else {}))
-        name = f"{num_layers}L"
-        runs.append(Run(name, drafter, optimizer, args.out / ("ckpt" if len(args.layers) == 1 else f"ckpt-{name}")))
+        name = f"{num_layers}L" + (f"-soft{soft_weight:g}" if len(args.soft_weight) > 1 else "")
+        single = len(args.layers) == len(args.soft_weight) == 1
+        runs.append(Run(name, drafter, soft_weight, optimizer, args.out / ("ckpt" if single else f"ckpt-{name}")))
         config = drafter.config
         print(f"drafter {name}: target_layer_ids {list(config.target_layer_ids)}, mask {config.mask_token_id}, "
               f"{sum(p.numel() for p in drafter.parameters()) / 1e6:.1f} M parameters", flush=True)
