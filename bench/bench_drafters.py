@@ -24,6 +24,7 @@ from ddtree.models import load_pair
 from ddtree.training.prompts import GROUPS, load_prompts
 
 HERE = Path(__file__).resolve().parent
+VARIANT = (True, False, False)  # bench_e2e.timed_run's (fused, exact, overlap): fused, not exact, stepped rounds
 
 
 def load_bench_e2e():
@@ -32,6 +33,18 @@ def load_bench_e2e():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def measure(e2e, pair, prompts, method: str, budget: int, temperature: float, max_new: int, cuda: bool) -> dict:
+    """One configuration on the native engine over `prompts` (bench_e2e's timed_run each): acceptance (tokens per
+    target forward), the drafter's ms a round, their ratio, ms a round and tokens/s."""
+    runs = [e2e.timed_run(pair, p, method, budget, temperature, max_new, True, cuda, VARIANT, {}) for p in prompts]
+    rounds, wall = sum(r["rounds"] for r in runs), sum(r["wall"] for r in runs)
+    acceptance = sum(r["accepted"] for r in runs) / rounds
+    draft_ms = 1e3 * sum(r["stage"]["draft"] for r in runs) / rounds
+    return {"acceptance": round(acceptance, 2), "draft_ms": round(draft_ms, 3),
+            "acceptance_per_draft_ms": round(acceptance / draft_ms, 3), "round_ms": round(1e3 * wall / rounds, 3),
+            "tokens_per_s": round(sum(r["tokens"] for r in runs) / wall, 1)}
 
 
 def main() -> None:
@@ -54,17 +67,9 @@ def main() -> None:
         if folder not in pairs:
             pairs[folder] = load_pair((base.target, base.tokenizer), folder)
         pair = pairs[folder]
-        runs = [e2e.timed_run(pair, p, method, budget, temperature, args.max_new, True, cuda, (True, False), {})
-                for p in prompts[group]]
-        rounds, wall = sum(r["rounds"] for r in runs), sum(r["wall"] for r in runs)
-        acceptance = sum(r["accepted"] for r in runs) / rounds
-        draft_ms = 1e3 * sum(r["stage"]["draft"] for r in runs) / rounds
         rows.append({"drafter": folder.name, "layers": pair.drafter.config.num_hidden_layers, "group": group,
-                     "method": method, "budget": budget or None, "T": temperature,
-                     "acceptance": round(acceptance, 2), "draft_ms": round(draft_ms, 3),
-                     "acceptance_per_draft_ms": round(acceptance / draft_ms, 3),
-                     "round_ms": round(1e3 * wall / rounds, 3),
-                     "tokens_per_s": round(sum(r["tokens"] for r in runs) / wall, 1)})
+                     "method": method, "budget": budget or None, "T": temperature}
+                    | measure(e2e, pair, prompts[group], method, budget, temperature, args.max_new, cuda))
     score = {folder.name: sum(r["acceptance_per_draft_ms"] for r in rows if r["drafter"] == folder.name and
                               r["method"] == "ddtree" and r["budget"] == args.budgets[0] and r["T"] == 0)
              for folder in args.drafters}

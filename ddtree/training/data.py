@@ -10,8 +10,6 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree._checks import check_int, check_temperature
-from ddtree.models import load_pair
-from ddtree.session import Session
 
 
 @dataclass
@@ -74,71 +72,45 @@ def chat_ids(tokenizer, prompt: str, max_prompt_tokens: int) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False))[-max_prompt_tokens:]
 
 
-GENERATORS = ("hf", "session")
-
-
-def generate_responses(model, tokenizer, prompts, temperatures, *, backend: str = "hf", max_new_tokens: int = 256,
+@torch.no_grad()
+def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_tokens: int = 256,
                        batch_size: int = 512, max_prompt_tokens: int = 256, seed: int = 0) -> SequenceData:
     """Every prompt answered once at every temperature in `temperatures` (0 = greedy) -> SequenceData.
 
-    A response ends at its first EOS (kept) or after `max_new_tokens` tokens; sampling uses the plain
-    temperature-scaled distribution (no top-k/top-p). backend "hf": Hugging Face `generate` on batches of
-    `batch_size` left-padded prompts; "session": ddtree.Session's autoregressive method on batches of `batch_size`
-    requests (on CUDA the native engine with CUDA graphs: a static cache, no padding)."""
-    if backend not in GENERATORS:
-        raise ValueError(f"backend must be one of {GENERATORS}, got {backend!r}")
+    Batches of `batch_size` prompts are left padded; a response ends at its first EOS (kept) or after
+    `max_new_tokens` tokens. Sampling uses the plain temperature-scaled distribution (no top-k/top-p)."""
     max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     temperatures = [check_temperature("temperatures entry", t, allow_zero=True) for t in temperatures]
     if not temperatures:
         raise ValueError("temperatures must list at least one temperature (0 = greedy)")
+    device = model.get_input_embeddings().weight.device
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
     encoded = [chat_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
     jobs = [(i, t) for t in temperatures for i in range(len(encoded))]
-    answer = _hf_answers if backend == "hf" else _session_answers
     sequences, prompt_lens, prompt_ids, temps = [], [], [], []
     torch.manual_seed(seed)
     for start in tqdm(range(0, len(jobs), batch_size), desc="generating responses", unit="batch"):
         chunk = jobs[start:start + batch_size]
+        width = max(len(encoded[i]) for i, _ in chunk)
+        ids = torch.full((len(chunk), width), pad, dtype=torch.long)  # [b, width] left padded
+        attention = torch.zeros_like(ids)
+        for row, (i, _) in enumerate(chunk):
+            ids[row, width - len(encoded[i]):] = torch.tensor(encoded[i])
+            attention[row, width - len(encoded[i]):] = 1
         for temperature in sorted({t for _, t in chunk}):
-            ids = [i for i, t in chunk if t == temperature]
-            for i, generated in zip(ids, answer(model, tokenizer, [encoded[i] for i in ids], temperature,
-                                                max_new_tokens, min(eos), seed + start)):
+            rows = [r for r, (_, t) in enumerate(chunk) if t == temperature]
+            sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 \
+                else dict(do_sample=False)
+            out = model.generate(input_ids=ids[rows].to(device), attention_mask=attention[rows].to(device),
+                                 max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
+            for row, generated in zip(rows, out[:, width:].tolist()):
+                i = chunk[row][0]
                 end = next((k + 1 for k, tok in enumerate(generated) if tok in eos), len(generated))
                 sequences.append(encoded[i] + generated[:end])
                 prompt_lens.append(len(encoded[i]))
                 prompt_ids.append(i)
                 temps.append(temperature)
     return SequenceData.from_lists(sequences, prompt_lens, prompt_ids, temps)
-
-
-@torch.no_grad()
-def _hf_answers(model, tokenizer, prompts, temperature, max_new_tokens, eos, seed) -> list[list[int]]:
-    """`generate` on the left-padded batch -> its new tokens per prompt (the global torch seed is the caller's)."""
-    pad = getattr(tokenizer, "pad_token_id", None)
-    pad = eos if pad is None else pad
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad, dtype=torch.long)  # [b, width] left padded
-    attention = torch.zeros_like(ids)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt):] = torch.tensor(prompt)
-        attention[row, width - len(prompt):] = 1
-    sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 \
-        else dict(do_sample=False)
-    device = model.get_input_embeddings().weight.device
-    out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
-                         max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
-    return out[:, width:].tolist()
-
-
-def _session_answers(model, tokenizer, prompts, temperature, max_new_tokens, eos, seed) -> list[list[int]]:
-    """ddtree.Session's autoregressive method on the batch -> exactly max_new_tokens new tokens per prompt."""
-    pair = load_pair((model, tokenizer), None)
-    native = pair.device.type == "cuda"
-    session = Session(pair, prompts, method="ar", verify="sampled" if temperature > 0 else "greedy",
-                      temperature=temperature or 1.0, seed=seed, record=False,
-                      max_len=max(len(p) for p in prompts) + max_new_tokens + 4,
-                      **({"backend": "native", "cuda_graphs": True} if native else {"backend": "reference"}))
-    session.run(max_new_tokens, stop_on_eos=False)
-    return [generated[:max_new_tokens] for generated in session.generated]

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from ddtree.models import DFlashDrafter, load_target, random_drafter_for
 from ddtree.models.pair import spread_layer_ids
-from ddtree.training.data import GENERATORS, SequenceData, generate_responses
+from ddtree.training.data import SequenceData, generate_responses
 from ddtree.training.forward import block_loss, sample_anchors, training_forward
 from ddtree.training.prompts import PROMPTS_FILE, load_prompts
 
@@ -231,9 +231,6 @@ def parse_args(argv=None):
                       help="generate a response per prompt at each (0 = greedy); none: no generation")
     data.add_argument("--max-new-tokens", type=int, default=256)
     data.add_argument("--gen-batch", type=int, default=1024)
-    data.add_argument("--gen-backend", choices=GENERATORS, default="hf",
-                      help="hf: Hugging Face generate; session: ddtree.Session's autoregressive method (on CUDA the "
-                           "native engine with CUDA graphs)")
     data.add_argument("--val-prompts", type=int, default=64, help="training prompts kept out for validation")
     data.add_argument("--val-sequences", type=int, default=64)
     model = parser.add_argument_group("drafter")
@@ -265,6 +262,9 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if not (args.steps or args.seconds or args.stop_at):
         parser.error("give --steps, --seconds or --stop-at")
+    for name in ("steps", "seconds", "stop_at"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
     if len(set(args.layers)) != len(args.layers) or min(args.layers) < 1:
         parser.error(f"--layers must list distinct positive depths, got {args.layers}")
     if len(set(args.soft_weight)) != len(args.soft_weight) or not all(0 <= w <= 1 for w in args.soft_weight):
@@ -289,9 +289,8 @@ def main(argv=None) -> None:
     parts = [SequenceData.load(path) for path in args.data or ()]
     if args.temperatures:
         t0 = time.perf_counter()
-        parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, backend=args.gen_backend,
-                                        batch_size=args.gen_batch, max_new_tokens=args.max_new_tokens,
-                                        seed=args.seed))
+        parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, batch_size=args.gen_batch,
+                                        max_new_tokens=args.max_new_tokens, seed=args.seed))
         parts[-1].save(args.out / "data.npz")
         print(f"generated {len(parts[-1])} sequences, {len(parts[-1].tokens)} tokens in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
@@ -325,6 +324,10 @@ def main(argv=None) -> None:
                               "train_tokens": int(train_data.offsets[-1])}) + "\n")
     if args.stop_at:
         args.seconds = args.stop_at - 15 - (time.perf_counter() - started)
+        if args.seconds <= 0:
+            raise SystemExit(f"--stop-at {args.stop_at:g}: no time is left to train after loading and generating "
+                             f"({time.perf_counter() - started:.0f} s); the data is saved in {args.out}, rerun with "
+                             "--data and no --temperatures")
         print(f"training for {args.seconds:.0f} s", flush=True)
     train(runs, target, train_data, val_data, args)
 
