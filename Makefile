@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lab sysdeps sglang drafter-v1 constraints clean
+.PHONY: test demo bench lab sysdeps sglang drafter-v1 drafter-v2 constraints clean
 
 $(STAMP): pyproject.toml Makefile constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -47,9 +47,10 @@ bench: $(STAMP)
 	$(PY) bench/bench_tree_build.py
 	$(PY) bench/bench_pipeline.py
 
-# Drafter v1 (the default before v2) from git history into build/drafter-v1, SHA-256 checked (ddtree/training/v1.py).
-drafter-v1: $(STAMP)
-	$(PY) -m ddtree.training.v1 build/drafter-v1
+# Earlier default drafters from git history into build/drafter-v1, build/drafter-v2, SHA-256 checked
+# (ddtree/training/history.py).
+drafter-v1 drafter-v2: $(STAMP)
+	$(PY) -m ddtree.training.history $(@:drafter-%=%) build/$@
 
 lab: $(STAMP)
 	$(PY) -m jupyterlab --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)

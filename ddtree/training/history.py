@@ -1,0 +1,93 @@
+"""Earlier default drafters (v1, v2), restored from this repository's git history.
+
+Their files are not shipped any more (the repository would carry every drafter); git keeps them. `restore(version,
+dest)` reads a version's files from its commit with `git show`, checks each against the SHA-256 recorded here, and
+only then writes them to `dest` (a drafter folder for `load_pair(None, dest)` / `DFlashDrafter.from_pretrained(dest)`).
+Needs a git checkout that holds the commit (a shallow clone: `git fetch --unshallow` first).
+
+    python -m ddtree.training.history v2 build/drafter-v2      # or: make drafter-v2 (make drafter-v1)
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+FOLDER = "ddtree/assets/smollm2-dflash"
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Snapshot(NamedTuple):
+    """A drafter as a commit shipped it in FOLDER: the commit and each file's SHA-256."""
+    commit: str
+    sha256: dict[str, str]
+
+
+DRAFTERS = {
+    "v1": Snapshot("4b9be1fcc88aba47867782d6dfc698facbaf7a49", {  # the default until 2026-12-02
+        "config.json": "999e7e10d49fad9c515a963894e4eaa904b1bd3c21d6b147a5f75d48b4e80b04",
+        "model.safetensors.index.json": "0c5f7b1a0d224dcf0239ab1a99c8fe9f1a5482c3cc2a2921c693bce6a9aa25a0",
+        "model-00001-of-00002.safetensors": "aa9a3d90e6d62e0477a4b698a4aa7fedf6ec886159f51c3719a0c2d6760311c1",
+        "model-00002-of-00002.safetensors": "a589313cc7a09df0621178763d87edb56bca99f4dc4e75e7909ac864f5dbf302",
+        "MODEL_CARD.md": "626585bbde9398afb8a600be43d797a34efc3db47682f3119c910fd44dbd470a",
+    }),
+    "v2": Snapshot("ff6231dcfc039bb6c3bc712bec64995d90f6700a", {  # the default until 2026-12-04
+        "config.json": "999e7e10d49fad9c515a963894e4eaa904b1bd3c21d6b147a5f75d48b4e80b04",
+        "model.safetensors.index.json": "0c5f7b1a0d224dcf0239ab1a99c8fe9f1a5482c3cc2a2921c693bce6a9aa25a0",
+        "model-00001-of-00002.safetensors": "4483880276088b9d75446da43468c13969131c46410168331848431385dc4a82",
+        "model-00002-of-00002.safetensors": "097aa5ca065183cbb52411d2a148037b8fba1724f0a204e19468ee85aa677957",
+        "MODEL_CARD.md": "badd28cb000d940bbc07acba5bb18abf284f0fd5f5f09ed187f4cec145449439",
+    }),
+}
+
+
+def snapshot(version: str) -> Snapshot:
+    if version not in DRAFTERS:
+        raise ValueError(f"version must be one of {sorted(DRAFTERS)}, got {version!r}")
+    return DRAFTERS[version]
+
+
+def available(version: str, repo: Path = REPO) -> bool:
+    """Whether `repo` is a git checkout holding `version`'s commit."""
+    try:
+        return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{snapshot(version).commit}^{{commit}}"],
+                              capture_output=True).returncode == 0
+    except FileNotFoundError:  # no git
+        return False
+
+
+def restore(version: str, dest: Path | str, repo: Path = REPO) -> Path:
+    """Write drafter `version`'s files into `dest` and return it. Every file is read from git and checked first;
+    on a missing commit or a hash mismatch nothing is written (RuntimeError / ValueError)."""
+    commit, sha256 = snapshot(version)
+    if not available(version, repo):
+        raise RuntimeError(f"{repo} is not a git checkout holding commit {commit[:7]} (drafter {version}); "
+                           "a shallow clone needs `git fetch --unshallow`")
+    files = {}
+    for name, digest in sha256.items():
+        data = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{FOLDER}/{name}"],
+                              capture_output=True, check=True).stdout
+        got = hashlib.sha256(data).hexdigest()
+        if got != digest:
+            raise ValueError(f"{name} at {commit[:7]} has SHA-256 {got}, expected {digest}")
+        files[name] = data
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (dest / name).write_bytes(data)
+    return dest
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("version", choices=sorted(DRAFTERS))
+    ap.add_argument("dest", type=Path, nargs="?", help="default: build/drafter-VERSION")
+    args = ap.parse_args(argv)
+    dest = restore(args.version, args.dest or REPO / "build" / f"drafter-{args.version}")
+    print(f"drafter {args.version} restored to {dest} (SHA-256 checked)")
+
+
+if __name__ == "__main__":
+    main()
