@@ -8,7 +8,8 @@ set -euo pipefail
 run=$1
 shift
 source bench/h200_setup.sh
-export PYTHONPATH=/tmp/site  # the package h200_setup.sh installed (python -P: not the work tree, which lacks ddtree.kernels)
+# the package h200_setup.sh installed, not the work tree (python -P), which has no ddtree.kernels
+export PYTHONPATH=/tmp/site
 mkdir -p /root/work
 python3 -P -m ddtree.training.train --out "/root/work/$run" "$@" 2>&1 | tee "$OUT/$run.log"
 cp "/root/work/$run/log.jsonl" "$OUT/$run.jsonl"
