@@ -17,7 +17,8 @@ TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_
             layer_types=("full_attention", "sliding_attention"), sliding_window=5)
 # 3 DDTree rounds (budget 32, greedy) on each of the two PROMPTS, CPU float32, measured: the shipped drafter (v3)
 # 5.17 tokens per round ([12, 6, 3] and [5, 3, 2]; v2 5.33, v1 5.17), random_drafter_for(target) 1.00 (every round
-# commits only the bonus token). The floor sits far above what a random drafter reaches and well below the trained value.
+# commits only the bonus token). The floor sits far above what a random drafter reaches and well below the trained
+# value.
 ACCEPTANCE_FLOOR = 2.5
 PROMPTS = ["Write a Python function that checks whether a number is prime.", "Explain photosynthesis in one sentence."]
 
@@ -75,7 +76,6 @@ def test_anchors_stay_in_the_response_and_loss_is_finite():
     assert torch.isfinite(loss) and stats["tokens"] == sum(labels)  # labels past a sequence's end are dropped
     loss.backward()
     assert all(p.grad is not None for p in drafter.parameters())
-
 
 
 def test_soft_labels_read_the_targets_distribution_one_position_before_each_label():
