@@ -326,8 +326,8 @@ def main(argv=None) -> None:
         args.seconds = args.stop_at - 15 - (time.perf_counter() - started)
         if args.seconds <= 0:
             raise SystemExit(f"--stop-at {args.stop_at:g}: no time is left to train after loading and generating "
-                             f"({time.perf_counter() - started:.0f} s); data generated here is in {args.out / 'data.npz'}: "
-                             "rerun with --data and no --temperatures")
+                             f"({time.perf_counter() - started:.0f} s); data generated here is in "
+                             f"{args.out / 'data.npz'}: rerun with --data and no --temperatures")
         print(f"training for {args.seconds:.0f} s", flush=True)
     train(runs, target, train_data, val_data, args)
 
