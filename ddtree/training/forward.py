@@ -122,12 +122,13 @@ def block_loss(hidden, lm_head, tokens, lengths, anchors, valid, gamma: float, t
     labels = tokens.gather(1, label_pos.clamp_max(tokens.shape[1] - 1).reshape(n, -1)).view(n, a, b - 1)
     logits = lm_head(hidden[:, :, 1:][in_seq]).float()  # [M, vocab]
     weights = depth_weights(b, gamma, hidden.device).expand(n, a, b - 1)[in_seq]  # [M]
-    hard = F.cross_entropy(logits, labels[in_seq], reduction="none")  # [M]
+    log_probs = logits.log_softmax(-1)  # [M, vocab], shared by both terms
+    hard = F.nll_loss(log_probs, labels[in_seq], reduction="none")  # [M]
     losses = hard
     if soft_weight > 0:
         rows = torch.arange(n, device=hidden.device)[:, None, None].expand(n, a, b - 1)[in_seq]  # [M]
         teacher = teacher_logits[rows, label_pos[in_seq] - 1].float().softmax(-1)  # [M, vocab]
-        soft = -(teacher * logits.log_softmax(-1)).sum(-1)  # [M]
+        soft = -(teacher * log_probs).sum(-1)  # [M]
         losses = (1 - soft_weight) * hard + soft_weight * soft
     loss = (losses * weights).sum() / weights.sum()
     with torch.no_grad():
