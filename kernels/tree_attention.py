@@ -19,11 +19,8 @@ Row i of request b sees the whole prefix and, among the tree columns, exactly th
   buffer reads False. Fed a layout="unpadded" batch it applies exactly ddtree.effective_mask's draft columns.
 
 A row that sees no key at all (possible only through a corrupted mask and an empty prefix) gets output 0, as do
-rows i >= q_lens[b]. Long contexts are split over `num_splits` programs per row block (flash-decoding), so a batch
-of one still fills the GPU; the split that finishes last merges the others' partial results in the same launch (a
-ticket counter per row block, which it leaves at 0), so splitting costs no second kernel. `counters` (int32, at
-least split_counters_needed entries, all 0) lets a caller reuse one zeroed buffer for every launch on its stream
-(the engine does: no memset per launch); without it each call allocates zeros.
+rows i >= q_lens[b]. Long contexts are split over `num_splits` programs per row block (flash-decoding) and
+combined by a second kernel, so a batch of one still fills the GPU.
 
 Bit-exact mode (tree_attention_exact): a row's output has exactly the bits that an autoregressive step computes
 for the same keys. Each row walks its visible keys in position order, in blocks of BLOCK_N anchored at absolute
@@ -140,7 +137,7 @@ def padded_parents(trees, num_draft_tokens: int) -> torch.Tensor:
 
 
 def tree_attention(q, k_cache, v_cache, seq_lens, tree_bits, *, sm_scale: float | None = None,
-                   num_splits: int | None = None, counters: torch.Tensor | None = None) -> torch.Tensor:
+                   num_splits: int | None = None) -> torch.Tensor:
     """`out  # [B, Q, Hq, D]`: every row of every request over its prefix and its ancestors-or-self (bitmask)."""
     batch, rows = _check_qkv(q, k_cache, v_cache)
     check_tensor("tree_bits", tree_bits, ndim=3, shape="[B, Q, ceil(Q / 32)]", floating=False)
@@ -149,12 +146,11 @@ def tree_attention(q, k_cache, v_cache, seq_lens, tree_bits, *, sm_scale: float 
                          f"got {tree_bits.dtype} {tuple(tree_bits.shape)}")
     check_same_device(q.device, tree_bits=tree_bits)
     return _launch(q, k_cache, v_cache, _lens("seq_lens", seq_lens, batch, q.device), None,
-                   tree_bits.contiguous(), None, None, sm_scale, num_splits, counters)
+                   tree_bits.contiguous(), None, None, sm_scale, num_splits)
 
 
 def tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, q_lens, custom_mask, mask_indptr, *,
-                               sm_scale: float | None = None, num_splits: int | None = None,
-                               counters: torch.Tensor | None = None) -> torch.Tensor:
+                               sm_scale: float | None = None, num_splits: int | None = None) -> torch.Tensor:
     """`out  # [B, Q, Hq, D]` with the visibility read from the engine's flat mask, as the SGLang backend reads it.
 
     q_lens  # [B] rows of each request (q_lens[b] <= Q; row i of request b is q[b, i]); custom_mask  # [total] bool;
@@ -171,7 +167,7 @@ def tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, q_lens, custom_mas
     q_lens = _lens("q_lens", q_lens, batch, q.device)
     return _launch(q, k_cache, v_cache, _lens("seq_lens", seq_lens, batch, q.device), q_lens, None,
                    custom_mask.contiguous().view(torch.uint8), mask_indptr.to(torch.int64).contiguous(),
-                   sm_scale, num_splits, counters)
+                   sm_scale, num_splits)
 
 
 def tree_attention_exact(q, k_cache, v_cache, seq_lens, counts=None, columns=None, q_lens=None, *,
@@ -284,12 +280,7 @@ def _lens(name: str, lens, batch: int, device) -> torch.Tensor:
     return lens.to(device=device, dtype=torch.int32).contiguous()
 
 
-def split_counters_needed(batch: int, rows: int, q_heads: int, kv_heads: int) -> int:
-    """Entries of `counters` a split launch over `rows` query rows of `batch` requests uses (one per row block)."""
-    return triton.cdiv(rows * (q_heads // kv_heads), launch_config(rows, q_heads // kv_heads)[0]) * batch * kv_heads
-
-
-def _launch(q, k_cache, v_cache, seq_lens, q_lens, bits, mask, mask_indptr, sm_scale, num_splits, counters):
+def _launch(q, k_cache, v_cache, seq_lens, q_lens, bits, mask, mask_indptr, sm_scale, num_splits):
     batch, rows, q_heads, dim = q.shape
     kv_heads = k_cache.shape[1]
     group = q_heads // kv_heads
@@ -297,18 +288,9 @@ def _launch(q, k_cache, v_cache, seq_lens, q_lens, bits, mask, mask_indptr, sm_s
         num_splits = default_num_splits(batch, rows, group, kv_heads, k_cache.shape[2], q.device)
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= MAX_SPLITS:
         raise ValueError(f"num_splits must be an int in [1, {MAX_SPLITS}], got {num_splits!r}")
-    split = num_splits > 1
-    needed = split_counters_needed(batch, rows, q_heads, kv_heads) if split else 0
-    if counters is None:
-        counters = torch.zeros(needed or 1, dtype=torch.int32, device=q.device)
-    elif not (isinstance(counters, torch.Tensor) and counters.dtype == torch.int32 and counters.dim() == 1
-              and counters.is_contiguous() and counters.numel() >= needed):
-        raise ValueError(f"counters must be a contiguous zeroed int32 [>= {needed}] tensor (split_counters_needed), "
-                         f"got {getattr(counters, 'dtype', type(counters).__name__)} "
-                         f"{tuple(getattr(counters, 'shape', ()))}")
-    check_same_device(q.device, counters=counters)
     scale = dim ** -0.5 if sm_scale is None else float(sm_scale)
     out = torch.empty_like(q)
+    split = num_splits > 1
     part_acc = torch.empty(batch * rows * q_heads * num_splits * dim if split else 1, dtype=torch.float32,
                            device=q.device)  # [B, Q, Hq, S, D]
     part_ml = torch.empty(2 * batch * rows * q_heads * num_splits if split else 1, dtype=torch.float32,
@@ -317,7 +299,7 @@ def _launch(q, k_cache, v_cache, seq_lens, q_lens, bits, mask, mask_indptr, sm_s
     block_m, num_warps, num_stages = launch_config(rows, group)
     grid = (triton.cdiv(rows * group, block_m), batch * kv_heads, num_splits)
     _tree_attention_kernel[grid](
-        q, k_cache, v_cache, out, part_acc, part_ml, counters, seq_lens, seq_lens if q_lens is None else q_lens,
+        q, k_cache, v_cache, out, part_acc, part_ml, seq_lens, seq_lens if q_lens is None else q_lens,
         seq_lens if custom else bits, mask if custom else seq_lens, mask_indptr if custom else seq_lens,
         mask.numel() if custom else 0,
         scale * 1.4426950408889634, rows, kv_heads, (rows + 31) // 32, num_splits,
@@ -326,6 +308,11 @@ def _launch(q, k_cache, v_cache, seq_lens, q_lens, bits, mask, mask_indptr, sm_s
         GROUP=group, HEAD_DIM=dim, BLOCK_M=block_m, BLOCK_N=BLOCK_N, RAGGED_ROWS=q_lens is not None,
         CUSTOM_MASK=custom, SPLIT=split, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=num_warps, num_stages=num_stages, **launch_options(q.device))
+    if split:
+        _combine_kernel[(batch * rows * q_heads,)](
+            part_acc, part_ml, out, rows, q_heads, batch * rows * q_heads * num_splits, *out.stride()[:3],
+            NUM_SPLITS=num_splits, BLOCK_S=triton.next_power_of_2(num_splits), HEAD_DIM=dim, num_warps=4,
+            **launch_options(q.device))
     return out
 
 
@@ -389,7 +376,7 @@ def _store_rows(out_ptr, acc, l_i, b, r, head, d, keep, stride_ob, stride_or, st
 
 @triton.jit
 def _tree_attention_kernel(
-        q_ptr, k_ptr, v_ptr, out_ptr, part_acc_ptr, part_ml_ptr, counters_ptr, seq_lens_ptr, q_lens_ptr,
+        q_ptr, k_ptr, v_ptr, out_ptr, part_acc_ptr, part_ml_ptr, seq_lens_ptr, q_lens_ptr,
         bits_ptr, mask_ptr, mask_indptr_ptr, mask_numel,
         qk_scale, num_rows, num_kv_heads, num_words, num_splits, part_rows,
         stride_qb, stride_qr, stride_qh, stride_kb, stride_kh, stride_kn, stride_vb, stride_vh, stride_vn,
@@ -399,8 +386,7 @@ def _tree_attention_kernel(
         PDL: tl.constexpr):
     """Program (row block, request x kv head, split): BLOCK_M (row, q head of the group) pairs.
 
-    Split s takes the s-th contiguous chunk of the prefix and every num_splits-th 32-column tile of the tree; the
-    split of a row block that finishes last merges all of them (module docstring).
+    Split s takes the s-th contiguous chunk of the prefix and every num_splits-th 32-column tile of the tree.
     """
     wait_for_inputs(PDL)
     split = tl.program_id(2)
@@ -434,38 +420,36 @@ def _tree_attention_kernel(
     in_out = m_offs < num_rows * GROUP
     if SPLIT:
         q_heads = num_kv_heads * GROUP
-        part = ((b * num_rows + r) * q_heads + head).to(tl.int64) * num_splits  # [BLOCK_M] split 0 of each pair
-        tl.store(part_ml_ptr + part + split, m_i, mask=in_out)
-        tl.store(part_ml_ptr + part_rows + part + split, l_i, mask=in_out)
-        tl.store(part_acc_ptr + (part + split)[:, None] * HEAD_DIM + d[None, :], acc, mask=in_out[:, None])
-        tl.debug_barrier()  # every thread's partials are written before the ticket releases them
-        counter = counters_ptr + tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-        if tl.atomic_add(counter, 1, sem="acq_rel") == num_splits - 1:  # the last split of this row block
-            tl.store(counter, 0)
-            l_i, acc = _merge_splits(part_acc_ptr, part_ml_ptr, part, part_rows, in_out, d, num_splits, BLOCK_M,
-                                     HEAD_DIM)
-            _store_rows(out_ptr, acc, l_i, b, r, head, d, in_out, stride_ob, stride_or, stride_oh)
+        part = ((b * num_rows + r) * q_heads + head).to(tl.int64) * num_splits + split  # [BLOCK_M]
+        tl.store(part_ml_ptr + part, m_i, mask=in_out)
+        tl.store(part_ml_ptr + part_rows + part, l_i, mask=in_out)
+        tl.store(part_acc_ptr + part[:, None] * HEAD_DIM + d[None, :], acc, mask=in_out[:, None])
     else:
         _store_rows(out_ptr, acc, l_i, b, r, head, d, in_out, stride_ob, stride_or, stride_oh)
 
 
 @triton.jit
-def _merge_splits(part_acc_ptr, part_ml_ptr, part, part_rows, keep, d, num_splits, BLOCK_M: tl.constexpr,
-                  HEAD_DIM: tl.constexpr):
-    """(sum, unnormalised output) of BLOCK_M pairs over the splits' partials, rescaled to their common maximum;
-    read past L1 (.cg): other programs wrote them."""
-    m = tl.full([BLOCK_M], -float("inf"), tl.float32)
-    for s in range(num_splits):
-        m = tl.maximum(m, tl.load(part_ml_ptr + part + s, mask=keep, other=-float("inf"), cache_modifier=".cg"))
-    m_safe = tl.where(m == -float("inf"), 0.0, m)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    for s in range(num_splits):  # an empty split (max -inf) weighs 0
-        w = tl.exp2(tl.load(part_ml_ptr + part + s, mask=keep, other=-float("inf"), cache_modifier=".cg") - m_safe)
-        l_i += w * tl.load(part_ml_ptr + part_rows + part + s, mask=keep, other=0.0, cache_modifier=".cg")
-        acc += w[:, None] * tl.load(part_acc_ptr + (part + s)[:, None] * HEAD_DIM + d[None, :], mask=keep[:, None],
-                                    other=0.0, cache_modifier=".cg")
-    return l_i, acc
+def _combine_kernel(part_acc_ptr, part_ml_ptr, out_ptr, num_rows, num_heads, part_rows,
+                    stride_ob, stride_or, stride_oh,
+                    NUM_SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, PDL: tl.constexpr):
+    """One (request, row, q head): merge the splits' (max, sum, unnormalised output) into the final row."""
+    wait_for_inputs(PDL)
+    pid = tl.program_id(0)  # (b * num_rows + r) * num_heads + h
+    h = pid % num_heads
+    r = (pid // num_heads) % num_rows
+    b = pid // (num_heads * num_rows)
+    s = tl.arange(0, BLOCK_S)
+    s_ok = s < NUM_SPLITS
+    part = pid.to(tl.int64) * NUM_SPLITS + s  # [BLOCK_S]
+    m = tl.load(part_ml_ptr + part, mask=s_ok, other=-float("inf"))
+    l_part = tl.load(part_ml_ptr + part_rows + part, mask=s_ok, other=0.0)
+    m_max = tl.max(m, 0)
+    w = tl.exp2(m - tl.where(m_max == -float("inf"), 0.0, m_max))  # [BLOCK_S], 0 for empty splits
+    l_sum = tl.sum(l_part * w, 0)
+    d = tl.arange(0, HEAD_DIM)
+    acc = tl.load(part_acc_ptr + part[:, None] * HEAD_DIM + d[None, :], mask=s_ok[:, None], other=0.0)
+    o = tl.sum(acc * w[:, None], 0) / tl.where(l_sum > 0, l_sum, 1.0)
+    tl.store(out_ptr + b.to(tl.int64) * stride_ob + r * stride_or + h * stride_oh + d, o.to(out_ptr.dtype.element_ty))
 
 
 @triton.jit

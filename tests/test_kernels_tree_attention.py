@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from ddtree import build_tree, check_verify_batch, effective_mask, expected_mask, pack_verify_batch
-from ddtree.kernels.tree_attention import (ancestor_bitmask, padded_parents, split_counters_needed, tree_attention,
+from ddtree.kernels.tree_attention import (ancestor_bitmask, padded_parents, tree_attention,
                                            tree_attention_custom_mask, tree_attention_ref, visible_from_parents)
 from ddtree.tree import visibility
 
@@ -76,33 +76,6 @@ def test_splits_and_scale_do_not_change_the_function(dtype, tol):
     for splits in (1, 4):
         out = tree_attention(q, k, v, seq.to(DEVICE), bits, sm_scale=0.05, num_splits=splits)
         assert out.dtype == dtype and rel_err(out, ref) < tol
-
-
-def test_one_counters_buffer_serves_every_split_launch():
-    """The last split of a row block merges the splits and leaves its ticket counter at 0, so the next launch (here:
-    other inputs, another split count, the custom-mask kernel) can take the same buffer."""
-    g = torch.Generator().manual_seed(8)
-    parents = padded_parents(random_trees(g, [7, 12]), 12)
-    counters = torch.zeros(split_counters_needed(2, 12, 9, 3) + 3, dtype=torch.int32, device=DEVICE)
-    for seq_lens, splits in (([100, 37], 4), ([5, 260], 3), ([64, 0], 2)):
-        q, k, v = random_qkv(g, 2, 12, 9, 3, 64, 300)
-        seq = torch.tensor(seq_lens)
-        ref = tree_attention_ref(q, k, v, seq, torch.tensor([12, 12]), visible_from_parents(parents))
-        out = tree_attention(q, k, v, seq.to(DEVICE), ancestor_bitmask(parents.to(DEVICE)), num_splits=splits,
-                             counters=counters)
-        assert rel_err(out, ref) < 1e-5 and not counters.any()
-    batch = pack_verify_batch(random_trees(g, [5, 9]), [40, 90], 9, layout="padded")
-    q, k, v, q_lens = custom_mask_inputs(batch, g)
-    args = (q, k, v, batch.seq_lens.to(DEVICE), q_lens.to(DEVICE), batch.custom_mask.to(DEVICE),
-            batch.mask_indptr.to(DEVICE))
-    once = tree_attention_custom_mask(*args, num_splits=1)
-    assert rel_err(tree_attention_custom_mask(*args, num_splits=4, counters=counters), once.double()) < 1e-5
-    assert not counters.any()
-    with pytest.raises(ValueError, match="counters"):
-        tree_attention(q, k, v, args[3], ancestor_bitmask(torch.full((2, 9), -1, device=DEVICE)), num_splits=2,
-                       counters=torch.zeros(1, dtype=torch.int32, device=DEVICE))
-    with pytest.raises(ValueError, match="counters"):
-        tree_attention_custom_mask(*args, num_splits=2, counters=counters.long())
 
 
 def custom_mask_inputs(batch, g, q_heads=9, kv_heads=3, dim=64):
@@ -184,11 +157,6 @@ def test_tree_attention_gpu(dtype, seq_lens, sizes, rows):
     assert rel_err(out, ref) < 1e-2
     out1 = tree_attention(q, k, v, seq.to(DEVICE), ancestor_bitmask(parents.to(DEVICE)), num_splits=1)
     assert rel_err(out1, ref) < 1e-2
-    counters = torch.zeros(split_counters_needed(len(sizes), rows, 9, 3), dtype=torch.int32, device=DEVICE)
-    for splits in (2, 7, 64):  # the in-launch merge, many times over one counters buffer
-        errors = [rel_err(tree_attention(q, k, v, seq.to(DEVICE), ancestor_bitmask(parents.to(DEVICE)),
-                                         num_splits=splits, counters=counters), ref) for _ in range(20)]
-        assert max(errors) < 1e-2 and not counters.any()
 
 
 @pytest.mark.gpu

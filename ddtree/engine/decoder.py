@@ -123,9 +123,6 @@ class NativeDecoder:
                               dtype=self.dtype, device=self.device)  # K of every layer, then V: one compaction
         self.k, self.v = self._views()
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
-        from ddtree.kernels.tree_attention import split_counters_needed
-        self.counters = torch.zeros(split_counters_needed(self.batch_size, self.max_len, self.heads, self.kv_heads),
-                                    dtype=torch.int32, device=self.device)  # split attention's tickets, left 0
         self.offsets = torch.arange(self.max_len, device=self.device)  # row i of a forward writes seq_len + i
         if fused and why_not:
             raise ValueError(f"fused=True is not available for this target: {why_not}")
@@ -301,10 +298,10 @@ class NativeDecoder:
             return tree_attention_exact(q, k_cache, v_cache, seq_lens, *visible)
         if isinstance(visible, FlatMask):
             from ddtree.kernels.tree_attention import tree_attention_custom_mask
-            return tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, *visible, counters=self.counters)
+            return tree_attention_custom_mask(q, k_cache, v_cache, seq_lens, *visible)
         if self.attention == "triton":
             from ddtree.kernels.tree_attention import tree_attention
-            return tree_attention(q, k_cache, v_cache, seq_lens, visible, counters=self.counters)
+            return tree_attention(q, k_cache, v_cache, seq_lens, visible)
         length = visible.shape[-1]
         out = F.scaled_dot_product_attention(q.transpose(1, 2), k_cache[:, :, :length], v_cache[:, :, :length],
                                              attn_mask=visible, enable_gqa=True)

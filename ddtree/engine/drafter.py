@@ -49,9 +49,6 @@ class StaticDrafter:
                         for a in (layer.self_attn for layer in self.drafter.layers)]  # [(Hq + 2 Hkv) D, H]
             self.gate_up = [torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight])
                             for layer in self.drafter.layers]  # [2 I, H]
-        from ddtree.kernels.tree_attention import split_counters_needed
-        self.counters = torch.zeros(split_counters_needed(batch_size, self.block_size, self.heads, self.kv_heads),
-                                    dtype=torch.int32, device=device)  # split attention's tickets, left 0
         words = (self.block_size + 31) // 32  # every block row sees every block column (ancestor_bitmask layout)
         full = [sum(1 << c for c in range(32 * w, min(32 * w + 32, self.block_size))) for w in range(words)]
         self.block_bits = torch.tensor([x - (1 << 32) if x >= 1 << 31 else x for x in full], dtype=torch.int32,
@@ -133,7 +130,7 @@ class StaticDrafter:
         """q  # [B, L, Hq, D] -> [B, L, Hq, D] over the context [0, lens) and the whole block."""
         if self.attention == "triton" and window is None:
             from ddtree.kernels.tree_attention import tree_attention
-            return tree_attention(q, k_cache, v_cache, lens, self.block_bits, counters=self.counters)
+            return tree_attention(q, k_cache, v_cache, lens, self.block_bits)
         size = q.shape[1]
         cols = torch.arange(k_cache.shape[2], device=q.device)  # [max_len]
         rows = lens[:, None] + torch.arange(size, device=q.device)  # [B, L] block positions
