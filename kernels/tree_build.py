@@ -22,8 +22,9 @@ with the 8 set here; kernel times and launch settings in bench/results/tree_buil
   order     the global pop order: each entry ranked against all depth * N entries
   nodes     every node slot written by the entry that owns it (real node or padding)
 Up to SMALL_MAX_BUDGET the selection is instead one program per request (_small_select_kernel), its phases ordered
-by barriers: one launch instead of depth + 2 while the lists are short (0, off, until measured on the H200:
-bench/profile_tree_build.py times both schedules side by side).
+by barriers: one launch instead of depth + 2 while the lists are short (graphed tree stage on the H200, 2026-12-03:
+37 vs 68 us at budget 8, 49 vs 72 at 16, the budgets it is used for; bench/profile_tree_build.py times both
+schedules side by side).
 """
 from __future__ import annotations
 
