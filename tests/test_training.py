@@ -103,3 +103,26 @@ def test_stop_at_that_leaves_no_training_time_stops_after_saving_the_data(tmp_pa
                     "--max-new-tokens", "2", "--gen-batch", "6", "--temperatures", "0", "--val-prompts", "2",
                     "--stop-at", "1"])
     assert (tmp_path / "run" / "data.npz").is_file()
+
+
+def test_the_engine_answers_as_generate():
+    """The native engine's answers (each prompt prefilled alone, then the whole batch a token a forward) equal
+    Hugging Face generate's greedy answers on the real target; sampled answers follow the seed and end at EOS."""
+    from ddtree.models import load_target
+    from ddtree.training.data import generate_responses
+    target, tokenizer = load_target(device="cpu")
+    prompts = ["List three fruits.", "Write a Python function that adds two numbers."]  # prompts of two lengths
+    reference = generate_responses(target, tokenizer, prompts, [0.0], max_new_tokens=10, batch_size=2)
+    fast = generate_responses(target, tokenizer, prompts, [0.0], max_new_tokens=10, batch_size=2, engine=True)
+    assert [s.tolist() for s in map(reference.sequence, range(2))] == [s.tolist() for s in map(fast.sequence, range(2))]
+    assert list(fast.prompt_lens) == list(reference.prompt_lens) and len(set(fast.prompt_lens)) == 2
+    sampled = [generate_responses(target, tokenizer, prompts, [1.5], max_new_tokens=10, batch_size=2, seed=4,
+                                  engine=True) for _ in range(2)]
+    assert [s.tolist() for s in map(sampled[0].sequence, range(2))] == \
+        [s.tolist() for s in map(sampled[1].sequence, range(2))]
+    eos = target.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
+    for i in range(2):
+        answer = sampled[0].sequence(i)[sampled[0].prompt_lens[i]:].tolist()
+        assert 1 <= len(answer) <= 10 and not eos & set(answer[:-1])  # cut at its first EOS, if any
+        assert answer != fast.sequence(i)[fast.prompt_lens[i]:].tolist()[:len(answer)]  # not the greedy answer

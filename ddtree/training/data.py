@@ -74,11 +74,13 @@ def chat_ids(tokenizer, prompt: str, max_prompt_tokens: int) -> list[int]:
 
 @torch.no_grad()
 def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_tokens: int = 256,
-                       batch_size: int = 512, max_prompt_tokens: int = 256, seed: int = 0) -> SequenceData:
+                       batch_size: int = 512, max_prompt_tokens: int = 256, seed: int = 0,
+                       engine: bool = False) -> SequenceData:
     """Every prompt answered once at every temperature in `temperatures` (0 = greedy) -> SequenceData.
 
-    Batches of `batch_size` prompts are left padded; a response ends at its first EOS (kept) or after
-    `max_new_tokens` tokens. Sampling uses the plain temperature-scaled distribution (no top-k/top-p)."""
+    Batches of `batch_size` prompts; a response ends at its first EOS (kept) or after `max_new_tokens` tokens.
+    Sampling uses the plain temperature-scaled distribution (no top-k/top-p). Hugging Face `generate` on left-padded
+    batches (the reference), or with `engine` ddtree's native engine (engine_responses)."""
     max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     temperatures = [check_temperature("temperatures entry", t, allow_zero=True) for t in temperatures]
@@ -87,30 +89,73 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
     device = model.get_input_embeddings().weight.device
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
+    pad = getattr(tokenizer, "pad_token_id", None)
+    pad = min(eos) if pad is None else pad
     encoded = [chat_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
     jobs = [(i, t) for t in temperatures for i in range(len(encoded))]
     sequences, prompt_lens, prompt_ids, temps = [], [], [], []
     torch.manual_seed(seed)
     for start in tqdm(range(0, len(jobs), batch_size), desc="generating responses", unit="batch"):
         chunk = jobs[start:start + batch_size]
-        width = max(len(encoded[i]) for i, _ in chunk)
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)  # [b, width] left padded
-        attention = torch.zeros_like(ids)
-        for row, (i, _) in enumerate(chunk):
-            ids[row, width - len(encoded[i]):] = torch.tensor(encoded[i])
-            attention[row, width - len(encoded[i]):] = 1
         for temperature in sorted({t for _, t in chunk}):
-            rows = [r for r, (_, t) in enumerate(chunk) if t == temperature]
-            sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 \
-                else dict(do_sample=False)
-            out = model.generate(input_ids=ids[rows].to(device), attention_mask=attention[rows].to(device),
-                                 max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
-            for row, generated in zip(rows, out[:, width:].tolist()):
-                i = chunk[row][0]
+            ids = [i for i, t in chunk if t == temperature]
+            if engine:
+                responses = engine_responses(model, [encoded[i] for i in ids], temperature,
+                                             max_new_tokens=max_new_tokens, eos=eos)
+            else:
+                responses = _hf_responses(model, [encoded[i] for i in ids], temperature, max_new_tokens, pad, device)
+            for i, generated in zip(ids, responses):
                 end = next((k + 1 for k, tok in enumerate(generated) if tok in eos), len(generated))
                 sequences.append(encoded[i] + generated[:end])
                 prompt_lens.append(len(encoded[i]))
                 prompt_ids.append(i)
                 temps.append(temperature)
     return SequenceData.from_lists(sequences, prompt_lens, prompt_ids, temps)
+
+
+def _hf_responses(model, prompts_ids, temperature: float, max_new_tokens: int, pad: int, device) -> list[list[int]]:
+    """Hugging Face `generate` on the prompts (token id lists) left padded into one batch -> the generated ids."""
+    width = max(map(len, prompts_ids))
+    ids = torch.full((len(prompts_ids), width), pad, dtype=torch.long)  # [b, width] left padded
+    attention = torch.zeros_like(ids)
+    for row, prompt in enumerate(prompts_ids):
+        ids[row, width - len(prompt):] = torch.tensor(prompt)
+        attention[row, width - len(prompt):] = 1
+    sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 \
+        else dict(do_sample=False)
+    out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
+                         max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)
+    return out[:, width:].tolist()
+
+
+@torch.no_grad()
+def engine_responses(model, prompts_ids, temperature: float, *, max_new_tokens: int, eos) -> list[list[int]]:
+    """The target's answers to the prompts (token id lists) through ddtree's native engine -> the generated ids
+    (up to max_new_tokens each; the caller cuts at the first EOS). Each prompt is prefilled alone into a static KV
+    cache, then one forward a token steps the whole batch (no padding, no growing cache); greedy is the first
+    maximum, sampling the plain temperature-scaled distribution, as generate_responses' reference. Stops early once
+    every answer holds an EOS (checked every 16 tokens)."""
+    from ddtree.engine.decoder import NativeDecoder
+    device = model.get_input_embeddings().weight.device
+    batch = len(prompts_ids)
+    decoder = NativeDecoder(model, batch_size=batch, max_len=max(map(len, prompts_ids)) + max_new_tokens)
+    last = []
+    for b, prompt in enumerate(prompts_ids):
+        rows = torch.arange(len(prompt), device=device)[None]  # [1, n]: a chain, parents[i] = i - 1
+        last.append(decoder.forward(torch.tensor([prompt], device=device), rows, rows - 1, request=b)[0][0, -1])
+    decoder.seq_lens.copy_(torch.tensor([len(p) for p in prompts_ids], device=device))
+    logits = torch.stack(last)  # [B, vocab] at each prompt's last row
+    roots = torch.full((batch, 1), -1, device=device)
+    eos = torch.tensor(sorted(eos), device=device)
+    out = torch.empty(batch, max_new_tokens, dtype=torch.long, device=device)
+    ended = torch.zeros(batch, dtype=torch.bool, device=device)
+    for step in range(max_new_tokens):
+        token = logits.argmax(-1) if temperature == 0 else \
+            torch.multinomial(torch.softmax(logits / temperature, -1), 1)[:, 0]  # [B]
+        out[:, step] = token
+        ended |= torch.isin(token, eos)
+        if step + 1 == max_new_tokens or (step % 16 == 15 and bool(ended.all())):
+            break
+        logits = decoder.forward(token[:, None], decoder.seq_lens[:, None], roots)[0][:, 0]
+        decoder.seq_lens += 1
+    return out[:, :step + 1].tolist()

@@ -231,6 +231,9 @@ def parse_args(argv=None):
                       help="generate a response per prompt at each (0 = greedy); none: no generation")
     data.add_argument("--max-new-tokens", type=int, default=256)
     data.add_argument("--gen-batch", type=int, default=1024)
+    data.add_argument("--generator", choices=["hf", "engine"], default="hf",
+                      help="who answers: Hugging Face generate (the reference) or ddtree's native engine (a static "
+                           "cache, one forward a token for the whole batch; same greedy answers)")
     data.add_argument("--val-prompts", type=int, default=64, help="training prompts kept out for validation")
     data.add_argument("--val-sequences", type=int, default=64)
     model = parser.add_argument_group("drafter")
@@ -290,7 +293,8 @@ def main(argv=None) -> None:
     if args.temperatures:
         t0 = time.perf_counter()
         parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, batch_size=args.gen_batch,
-                                        max_new_tokens=args.max_new_tokens, seed=args.seed))
+                                        max_new_tokens=args.max_new_tokens, seed=args.seed,
+                                        engine=args.generator == "engine"))
         parts[-1].save(args.out / "data.npz")
         print(f"generated {len(parts[-1])} sequences, {len(parts[-1].tokens)} tokens in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
