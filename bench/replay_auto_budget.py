@@ -4,12 +4,13 @@ Per held-out prompt one DDTree run at the largest candidate budget (256) records
 path; a round of it tells exactly what each candidate budget n would have accepted (ddtree.budget.accepted_within:
 the accepted nodes in its first n rows) and what the drafter expected of it (ddtree.budget.expected_accepts). The
 replay then runs the choices over those rounds, scoring a round at budget n as accepted_within[n] + 1 tokens for
-cost(n) + overhead(n) seconds from a cost table (default: the H200's, bench/results/e2e_cuda_quick_auto.md):
+cost(n) + overhead(n) seconds from the H200's tables (bench/results/e2e_cuda_v4.json); a round that builds its trees
+at a larger candidate m than its budget (auto's lookahead) also pays the tree stage's difference tree(m) - tree(n):
   fixed n          every round at n;
   best per prompt  each prompt at its own best fixed budget (hindsight);
   oracle           every round at its own best budget (hindsight: an upper bound no rule reaches);
   auto             ddtree.budget.AutoBudget's rule as the engine runs it: round r chosen from rounds up to r - 2,
-                   each round telling the expectations up to the next larger candidate (its build).
+                   each round telling the expectations up to the next larger candidate (its build, which it pays).
 The rounds follow the budget-256 run's path (an approximation: at another budget the context after a round is the
 same tokens, greedy, but the rounds fall elsewhere). Writes bench/results/replay_auto_<device>.{md,json}.
 """
@@ -29,9 +30,11 @@ from ddtree.models import load_default_pair
 from ddtree.settings import AUTO_BUDGETS
 from ddtree.training.prompts import load_prompts
 
-H200_VERIFY_MS = (0.769, 0.825, 0.916, 1.014, 1.090, 1.262)  # verify forward per candidate, H200 bf16, batch 1
-H200_OVERHEAD_MS = {0: (0.37, 0.368, 0.395, 0.411, 0.448, 0.50), 1: (0.42, 0.431, 0.455, 0.501, 0.61, 0.75)}  # per T:
-# round minus verify of fixed rounds (8 and 256 extrapolated)
+H200_VERIFY_MS = (0.768, 0.823, 0.917, 1.015, 1.091, 1.267)  # verify forward per candidate, H200 bf16, batch 1
+H200_OVERHEAD_MS = {0: (0.33, 0.345, 0.389, 0.411, 0.449, 0.50), 1: (0.39, 0.41, 0.456, 0.499, 0.611, 0.75)}  # per T:
+# round minus verify of fixed rounds, code and chat, two runs (e2e_cuda_v4*.json; 8 and 256 extrapolated)
+H200_TREE_MS = (0.037, 0.049, 0.086, 0.095, 0.119, 0.156)  # the graphed tree stage per build, in those overheads
+# (one program per request up to 16, bench/profile_tree_build.py; tree_build_profile_h200.md)
 
 
 def record_rounds(pair, prompt: str, temperature: float, tokens: int) -> list[tuple[torch.Tensor, list[int]]]:
@@ -46,22 +49,26 @@ def record_rounds(pair, prompt: str, temperature: float, tokens: int) -> list[tu
                                                                 candidates)[0].tolist()) for rec in s.records]
 
 
-def replay_auto(rounds, costs: BudgetCosts, overhead_s) -> list[int]:
-    """The budgets AutoBudget chooses over `rounds`, by the engine's lag rule (AutoBudget.choose_next), each round
-    telling the expectations up to its build."""
+def replay_auto(rounds, costs: BudgetCosts, overhead_s) -> list[tuple[int, int]]:
+    """The (budget, build) AutoBudget chooses for each of `rounds`, by the engine's lag rule
+    (AutoBudget.choose_next), each round telling the expectations up to its build."""
     auto, pending, chosen, candidates = AutoBudget(costs), [], [], torch.tensor(costs.budgets)
     for node_logws, within in rounds:
         budget, pending = auto.choose_next(pending, 1)
-        told = expected_accepts(node_logws[None], candidates, lookahead(costs.budgets, budget))[0].tolist()
+        build = lookahead(costs.budgets, budget)
+        told = expected_accepts(node_logws[None], candidates, build)[0].tolist()
         pending.append((told, within, overhead_s[costs.budgets.index(budget)], budget))
-        chosen.append(budget)
+        chosen.append((budget, build))
     return chosen
 
 
-def score(rounds, budgets, seconds) -> tuple[float, float]:
-    """(tokens, seconds) of `rounds` run at `budgets` (one per round)."""
-    k = [AUTO_BUDGETS.index(b) for b in budgets]
-    return sum(r[1][i] + 1 for r, i in zip(rounds, k)), sum(seconds[i] for i in k)
+def score(rounds, chosen, seconds, tree_s) -> tuple[float, float]:
+    """(tokens, seconds) of `rounds` run at `chosen`, a budget or a (budget, build) per round: the fixed round's
+    `seconds` per candidate, plus the tree stage's `tree_s` difference where the trees are built larger."""
+    chosen = [c if isinstance(c, tuple) else (c, c) for c in chosen]
+    k = [(AUTO_BUDGETS.index(b), AUTO_BUDGETS.index(m)) for b, m in chosen]
+    return (sum(r[1][i] + 1 for r, (i, _) in zip(rounds, k)),
+            sum(seconds[i] + tree_s[j] - tree_s[i] for i, j in k))
 
 
 def main() -> None:
@@ -76,6 +83,7 @@ def main() -> None:
     for t in args.temperatures:
         over = H200_OVERHEAD_MS[0 if t == 0 else 1]
         seconds = [(v + o) * 1e-3 for v, o in zip(H200_VERIFY_MS, over)]
+        tree_s = [t * 1e-3 for t in H200_TREE_MS]
         costs = BudgetCosts(AUTO_BUDGETS, tuple(v * 1e-3 for v in H200_VERIFY_MS))
         for kind in ("code", "chat"):
             prompts = load_prompts(group=kind)[1][:args.prompts]
@@ -83,21 +91,21 @@ def main() -> None:
                     for p in tqdm(prompts, desc=f"{kind} T={t:g} budget-256 runs")]
             rate = {}
             for n in AUTO_BUDGETS:
-                tok, sec = map(sum, zip(*(score(r, [n] * len(r), seconds) for r in runs)))
+                tok, sec = map(sum, zip(*(score(r, [n] * len(r), seconds, tree_s) for r in runs)))
                 rate[f"fixed {n}"] = tok / sec / 1e3
-            best = [max(AUTO_BUDGETS, key=lambda n: (lambda ts: ts[0] / ts[1])(score(r, [n] * len(r), seconds)))
-                    for r in runs]
-            tok, sec = map(sum, zip(*(score(r, [n] * len(r), seconds) for r, n in zip(runs, best))))
+            best = [max(AUTO_BUDGETS, key=lambda n: (lambda ts: ts[0] / ts[1])(score(r, [n] * len(r), seconds,
+                                                                                        tree_s))) for r in runs]
+            tok, sec = map(sum, zip(*(score(r, [n] * len(r), seconds, tree_s) for r, n in zip(runs, best))))
             rate["best per prompt"] = tok / sec / 1e3
             oracle = [[max(AUTO_BUDGETS, key=lambda n: (x[1][AUTO_BUDGETS.index(n)] + 1) / seconds[
                 AUTO_BUDGETS.index(n)]) for x in r] for r in runs]
-            tok, sec = map(sum, zip(*(score(r, o, seconds) for r, o in zip(runs, oracle))))
+            tok, sec = map(sum, zip(*(score(r, o, seconds, tree_s) for r, o in zip(runs, oracle))))
             rate["oracle"] = tok / sec / 1e3
             chosen = [replay_auto(r, costs, [o * 1e-3 for o in over]) for r in runs]
-            tok, sec = map(sum, zip(*(score(r, c, seconds) for r, c in zip(runs, chosen))))
+            tok, sec = map(sum, zip(*(score(r, c, seconds, tree_s) for r, c in zip(runs, chosen))))
             rate["auto"] = tok / sec / 1e3
             fixed_best = max(v for k, v in rate.items() if k.startswith("fixed"))
-            mean_budget = sum(map(sum, chosen)) / sum(map(len, chosen))
+            mean_budget = sum(b for c in chosen for b, _ in c) / sum(map(len, chosen))
             report["sets"].append({"kind": kind, "temperature": t, "rounds": sum(map(len, runs)),
                                    "tokens_per_ms": rate, "auto_mean_budget": mean_budget})
             lines.append(f"| {kind} | {t:g} | {sum(map(len, runs))} | "
@@ -109,7 +117,8 @@ def main() -> None:
     md = [f"# budget=\"auto\" replayed on counterfactual rounds ({time.strftime('%Y-%m-%d')}, "
           f"{pair.device}, {args.prompts} held-out prompts a kind, {args.max_new_tokens} tokens)", "",
           "Tokens per ms under the H200 cost table (verify per candidate "
-          + ", ".join(f"{n}: {v} ms" for n, v in zip(AUTO_BUDGETS, H200_VERIFY_MS)) + ", plus the measured overhead).",
+          + ", ".join(f"{n}: {v} ms" for n, v in zip(AUTO_BUDGETS, H200_VERIFY_MS)) + ", plus the measured overhead; "
+          "auto's rounds also pay the tree stage at their build, one candidate above their budget).",
           "", head, "|" + "---|" * (head.count("|") - 1), *lines]
     args.out.mkdir(parents=True, exist_ok=True)
     name = f"replay_auto_{pair.device.type}"

@@ -1,10 +1,11 @@
 """bench/replay_auto_budget.py: the counterfactual rounds it records and its replay of the engine's auto rule."""
 import math
 
+import pytest
 import torch
 from bench_scripts import load_bench
 
-from ddtree.budget import BudgetCosts, expected_accepts, start_budget
+from ddtree.budget import BudgetCosts, expected_accepts, lookahead, start_budget
 from ddtree.models import tiny_random_pair
 from ddtree.settings import AUTO_BUDGETS
 
@@ -28,15 +29,21 @@ def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
     """Rounds whose expectation and acceptance grow with the budget: under flat costs the replay starts at the
     middle candidate and climbs one candidate every two rounds from the third (a round may go one candidate above
     the round two before it, whose expectations it knows);
-    under steep costs it falls to the smallest. The score adds accepted + 1 tokens and each budget's seconds."""
+    under steep costs it falls to the smallest. Each round builds one candidate above its budget. The score adds
+    accepted + 1 tokens and each budget's seconds, plus the tree stage's difference where a round builds larger."""
     node_logws = torch.tensor([0.0] + [math.log(0.9) * (1 + i / 64) for i in range(256)], dtype=torch.float64)
     expected = expected_accepts(node_logws[None], torch.tensor(AUTO_BUDGETS))[0]
     assert expected.diff().gt(0).all()  # every larger candidate promises more
     rounds = [(node_logws, [1, 1, 2, 2, 3, 3])] * 8
     flat = BudgetCosts(AUTO_BUDGETS, (1e-3,) * 6)
     chosen = bench.replay_auto(rounds, flat, [0.0] * 6)
-    assert chosen[:2] == [start_budget(AUTO_BUDGETS)] * 2 and chosen[2:] == [64, 64, 128, 128, 256, 256]
+    budgets = [b for b, _ in chosen]
+    assert budgets[:2] == [start_budget(AUTO_BUDGETS)] * 2 and budgets[2:] == [64, 64, 128, 128, 256, 256]
+    assert [m for _, m in chosen] == [lookahead(AUTO_BUDGETS, b) for b in budgets]
     steep = BudgetCosts(AUTO_BUDGETS, tuple(1e-3 * 10 ** k for k in range(6)))
-    assert bench.replay_auto(rounds, steep, [0.0] * 6)[2:] == [8] * 6
-    tokens, seconds = bench.score(rounds[:2], [8, 256], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
-    assert tokens == (1 + 1) + (3 + 1) and seconds == 1.0 + 6.0
+    assert [b for b, _ in bench.replay_auto(rounds, steep, [0.0] * 6)[2:]] == [8] * 6
+    seconds, tree = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0.1, 0.2, 0.4, 0.8, 1.6, 3.2]
+    tokens, total = bench.score(rounds[:2], [8, 256], seconds, tree)
+    assert tokens == (1 + 1) + (3 + 1) and total == pytest.approx(1.0 + 6.0)
+    tokens, total = bench.score(rounds[:2], [(8, 16), (256, 256)], seconds, tree)  # the first built one larger
+    assert tokens == (1 + 1) + (3 + 1) and total == pytest.approx(1.0 + (0.2 - 0.1) + 6.0)
