@@ -83,7 +83,7 @@ def main() -> None:
     for t in args.temperatures:
         over = H200_OVERHEAD_MS[0 if t == 0 else 1]
         seconds = [(v + o) * 1e-3 for v, o in zip(H200_VERIFY_MS, over)]
-        tree_s = [t * 1e-3 for t in H200_TREE_MS]
+        tree_s = [ms * 1e-3 for ms in H200_TREE_MS]
         costs = BudgetCosts(AUTO_BUDGETS, tuple(v * 1e-3 for v in H200_VERIFY_MS))
         for kind in ("code", "chat"):
             prompts = load_prompts(group=kind)[1][:args.prompts]

@@ -89,8 +89,7 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
     device = model.get_input_embeddings().weight.device
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
-    pad = getattr(tokenizer, "pad_token_id", None)
-    pad = min(eos) if pad is None else pad
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
     encoded = [chat_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
     jobs = [(i, t) for t in temperatures for i in range(len(encoded))]
     sequences, prompt_lens, prompt_ids, temps = [], [], [], []
