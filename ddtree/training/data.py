@@ -132,8 +132,8 @@ def engine_responses(model, prompts_ids, temperature: float, *, max_new_tokens: 
     """The target's answers to the prompts (token id lists) through ddtree's native engine -> the generated ids
     (up to max_new_tokens each; the caller cuts at the first EOS). Each prompt is prefilled alone into a static KV
     cache, then one forward a token steps the whole batch (no padding, no growing cache); greedy is the first
-    maximum, sampling the plain temperature-scaled distribution, as generate_responses' reference. Stops early once
-    every answer holds an EOS (checked every 16 tokens)."""
+    maximum, sampling the plain temperature-scaled distribution, as generate_responses' reference. The steps read
+    nothing back but an EOS check every 16 tokens (stopping once every answer holds one)."""
     from ddtree.engine.decoder import NativeDecoder
     device = model.get_input_embeddings().weight.device
     batch = len(prompts_ids)
@@ -155,6 +155,7 @@ def engine_responses(model, prompts_ids, temperature: float, *, max_new_tokens: 
         ended |= torch.isin(token, eos)
         if step + 1 == max_new_tokens or (step % 16 == 15 and bool(ended.all())):
             break
-        logits = decoder.forward(token[:, None], decoder.seq_lens[:, None], roots)[0][:, 0]
+        visible = decoder.visibility(roots, decoder.seq_lens)  # no host read with Triton attention
+        logits = decoder.forward_visible(token[:, None], decoder.seq_lens[:, None], visible)[0][:, 0]
         decoder.seq_lens += 1
     return out[:, :step + 1].tolist()
