@@ -94,16 +94,13 @@ class NativeBackend:
 
     def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
         """Prefill every prompt into its cache slot -> logits  # [B, vocab] at each prompt's last position."""
-        device, last = self.pair.device, []
+        last = []
         for b, prompt in enumerate(prompts):
-            n = len(prompt)
-            positions = torch.arange(n, device=device)
-            logits, features = self.decoder.forward(torch.tensor([prompt], device=device), positions[None],
-                                                    (positions - 1)[None], request=b)
+            start = self.decoder.seq_lens[b:b + 1].clone()  # where the prompt's rows go
+            logits, features = self.decoder.prefill(prompt, b)
             if self.drafter is not None:
-                self.drafter.extend(features, self.decoder.seq_lens[b:b + 1], slots=slice(b, b + 1))
-            self.decoder.commit(positions[None], torch.tensor([n]), request=b)
-            last.append(logits[0, -1])
+                self.drafter.extend(features, start, slots=slice(b, b + 1))
+            last.append(logits[-1])
         return torch.stack(last)
 
     def start(self, settings: Settings, tokens: list[list[int]], coins) -> InFlight:

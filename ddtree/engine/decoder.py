@@ -329,6 +329,15 @@ class NativeDecoder:
                     found[b][:, start:stop] = out[b, :, :stop - start] > 0.5 / (n + rows)
         return found
 
+    def prefill(self, prompt: list[int], request: int):
+        """`prompt` (token ids) into the empty slot `request` as a chain (parents[i] = i - 1), committed -> (logits
+        # [n, vocab] float32, features  # [1, n, len(layer_ids) * hidden])."""
+        positions = torch.arange(len(prompt), device=self.device)
+        logits, features = self.forward(torch.tensor([prompt], device=self.device), positions[None],
+                                        (positions - 1)[None], request=request)
+        self.commit(positions[None], torch.tensor([len(prompt)]), request=request, chain=True)
+        return logits[0], features
+
     def commit(self, accepted, accept_len, request: int | None = None, *, chain: bool = False) -> None:
         """Keep only the accepted rows of the last forward: `accepted  # [b, Q]` node indices, root first
         (-1 padding), `accept_len  # [b]`; the committed lengths grow by accept_len. `chain`: the caller knows

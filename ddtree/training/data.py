@@ -138,12 +138,7 @@ def engine_responses(model, prompts_ids, temperature: float, *, max_new_tokens: 
     device = model.get_input_embeddings().weight.device
     batch = len(prompts_ids)
     decoder = NativeDecoder(model, batch_size=batch, max_len=max(map(len, prompts_ids)) + max_new_tokens)
-    last = []
-    for b, prompt in enumerate(prompts_ids):
-        rows = torch.arange(len(prompt), device=device)[None]  # [1, n]: a chain, parents[i] = i - 1
-        last.append(decoder.forward(torch.tensor([prompt], device=device), rows, rows - 1, request=b)[0][0, -1])
-    decoder.seq_lens.copy_(torch.tensor([len(p) for p in prompts_ids], device=device))
-    logits = torch.stack(last)  # [B, vocab] at each prompt's last row
+    logits = torch.stack([decoder.prefill(prompt, b)[0][-1] for b, prompt in enumerate(prompts_ids)])  # [B, vocab]
     roots = torch.full((batch, 1), -1, device=device)
     eos = torch.tensor(sorted(eos), device=device)
     out = torch.empty(batch, max_new_tokens, dtype=torch.long, device=device)
