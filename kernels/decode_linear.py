@@ -1,5 +1,6 @@
 """The target's projections for decode-sized forwards (1-49 rows), with the elementwise work around them fused in,
-beside their torch references (decode_linear / decode_linear_ref, decode_qkv / decode_qkv_ref).
+beside their torch references (decode_linear / decode_linear_ref, decode_qkv / decode_qkv_ref). The static drafter's
+block forward of as few rows runs them too (ddtree.engine.drafter).
 
     decode_linear: out = [residual +] act(norm(x) @ W.T + bias)   x  # [M, K], W  # [N, K] (gated: [2 I, K])
         norm: the layer's RMSNorm of x (ddtree.kernels.rmsnorm's rounding); act: SwiGLU of the gate and up halves
@@ -102,12 +103,13 @@ def decode_qkv(x, weight, bias, norm_weight, eps: float, q_weight, k_weight, qk_
                k_cache, v_cache, rows_per_slot: int, cache_positions=None) -> torch.Tensor:
     """norm_rope_cache(linear(rms_norm(x), weight, bias), ...) in one launch: `x  # [M, K]`, `weight  # [(Hq + 2
     Hkv) D, K]` -> the queries  # [M, Hq, D]; keys and values written into `k_cache, v_cache  # [slots, Hkv, L, D]`
-    at cache_positions (default: positions); q_weight, k_weight  # [D] per-head norms or both None."""
+    at cache_positions (default: positions); q_weight, k_weight  # [D] per-head norms or both None (with Hq = 0,
+    only the cache writes, q_weight is not read: pass k_weight)."""
     m, k, n = _check(x, weight, bias, norm_weight)
     check_tensor("k_cache", k_cache, ndim=4, shape="[slots, Hkv, L, D]", floating=True)
     _, kv_heads, _, dim = k_cache.shape
     heads = n // dim - 2 * kv_heads
-    if heads < 1 or n % dim or dim % 2 or v_cache.shape != k_cache.shape or k_cache.stride(-1) != 1 \
+    if heads < 0 or n % dim or dim % 2 or v_cache.shape != k_cache.shape or k_cache.stride(-1) != 1 \
             or v_cache.stride(-1) != 1:
         raise ValueError(f"weight [(Hq + 2 Hkv) * D, K] must match caches [slots, {kv_heads}, L, {dim}] "
                          f"(contiguous last dimension), got weight {tuple(weight.shape)}, v_cache "
@@ -338,7 +340,8 @@ def _rope_store(y1, y2, rows, row_ok, h, j, jj, col_ok, qw_ptr, kw_ptr, cos_ptr,
     tl.store(dst + HALF, out2, mask=ok)
 
 
-@triton.jit(do_not_specialize=["m"])
+# rows_per_slot not specialised either: a round at a budget not seen yet (budget="auto") compiles nothing new
+@triton.jit(do_not_specialize=["m", "rows_per_slot"])
 def _decode_qkv_kernel(x_ptr, w_ptr, nw_ptr, b_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, at_ptr, k_ptr, v_ptr,
                        q_ptr, m, heads, kv_heads, rows_per_slot, eps, qk_eps, stride_cos, stride_ks, stride_kh,
                        stride_kl, stride_vs, stride_vh, stride_vl, K: tl.constexpr, BK: tl.constexpr,

@@ -34,12 +34,13 @@ def test_retrieve_from_parents_is_the_retrieve_encoding():
             assert (next_token[b, n:] == -1).all() and (next_sibling[b, n:] == -1).all()
 
 
-@pytest.mark.parametrize("device, fused", [("cpu", False), ("cpu", True),
-                                           pytest.param("cuda", True, marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("device, fused, decode", [("cpu", False, False), ("cpu", True, False), ("cpu", True, True),
+                                                   pytest.param("cuda", True, False, marks=pytest.mark.gpu),
+                                                   pytest.param("cuda", True, True, marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("sliding", [False, True])
-def test_static_drafter_matches_draft_logits_per_request(device, fused, sliding):
-    """The fused path (ddtree.kernels.rope / swiglu / rmsnorm with the residual; Triton's interpreter on a CPU)
-    and the modules' path; on CUDA with Triton attention."""
+def test_static_drafter_matches_draft_logits_per_request(device, fused, decode, sliding):
+    """The fused path (ddtree.kernels.rope / swiglu / rmsnorm with the residual; Triton's interpreter on a CPU),
+    the decode kernels' path (ddtree.kernels.decode_linear) and the modules' path; on CUDA with Triton attention."""
     pair = tiny_random_pair(1, device=device)
     config = pair.drafter.config
     if sliding:
@@ -54,6 +55,9 @@ def test_static_drafter_matches_draft_logits_per_request(device, fused, sliding)
     static = StaticDrafter(twin, batch_size=3, max_len=40, attention="triton" if device == "cuda" else "torch",
                            fused=fused)
     assert static.fused == fused
+    if not decode:
+        static.decode_rows = 0
+    assert (3 * config.block_size <= static.decode_rows) == decode  # three requests' blocks: the decode kernels
     at = torch.zeros(3, dtype=torch.long, device=device)
     for b, feats in enumerate(features):  # request 1 in two pieces: extensions continue the context
         for piece in (feats[:4], feats[4:]) if b == 1 else (feats,):

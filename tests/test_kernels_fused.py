@@ -121,14 +121,15 @@ def test_decode_linear_matches_the_reference(device, dtype, m, row_programs, nor
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("m, row_programs", [(1, 64), (6, 64), (40, 64), (40, 2)])
-@pytest.mark.parametrize("dim, qk_norm", [(16, True), (64, False), (64, True)])
-def test_decode_qkv_matches_the_reference(device, dtype, m, row_programs, dim, qk_norm, monkeypatch):
+@pytest.mark.parametrize("dim, qk_norm, heads", [(16, True, 4), (64, False, 4), (64, True, 4), (64, True, 0)])
+def test_decode_qkv_matches_the_reference(device, dtype, m, row_programs, dim, qk_norm, heads, monkeypatch):
     """Queries, and keys and values in the cache at their own rows of their request's slot, with and without q/k
-    norms (Qwen3 / Llama); head halves of 8 (no tensor-core tile) and 32 columns; 40 rows: three 16-row tiles, a
-    program each or two programs, one looping over two tiles."""
+    norms (Qwen3 / Llama), or keys and values alone (no query heads: the drafter's context); head halves of 8 (no
+    tensor-core tile) and 32 columns; 40 rows: three 16-row tiles, a program each or two programs, one looping over
+    two tiles."""
     monkeypatch.setattr(dl, "DOT_ROW_PROGRAMS", row_programs)
     g = torch.Generator().manual_seed(dim + m)
-    heads, kv_heads, k, rows_per_slot = 4, 2, 96, 2 if m % 2 == 0 else m
+    kv_heads, k, rows_per_slot = 2, 96, 2 if m % 2 == 0 else m
     slots = m // rows_per_slot
     x = torch.randn(m, k, generator=g).to(device, dtype)
     weight = (torch.randn((heads + 2 * kv_heads) * dim, k, generator=g) / k ** 0.5).to(device, dtype)

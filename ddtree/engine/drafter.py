@@ -10,8 +10,11 @@ and with no host synchronisation (CUDA-graph capturable).
 
 On CUDA (`fused`) a layer is 9 launches: the residual add fused into each RMSNorm (ddtree.kernels.rmsnorm), one q/k/v
 projection (weights concatenated once, at construction), q/k norms + RoPE + cache write in one launch
-(ddtree.kernels.rope), attention, o_proj, one gate/up projection, SwiGLU (ddtree.kernels.swiglu), down_proj.
-Elsewhere the drafter's own modules run, as in the reference.
+(ddtree.kernels.rope), attention, o_proj, one gate/up projection, SwiGLU (ddtree.kernels.swiglu), down_proj. A block
+forward of at most `decode_rows` rows (batch x block: one to three requests of a 16-token block) takes the
+target's decode kernels instead (ddtree.kernels.decode_linear), 5 launches a layer with PDL, as the target's decode
+forward (ddtree.engine.decoder): the norms, SwiGLU, q/k norms + RoPE + cache write and the residual adds inside the
+projections, the final norm inside the LM head. Elsewhere the drafter's own modules run, as in the reference.
 """
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ class StaticDrafter:
                         for a in (layer.self_attn for layer in self.drafter.layers)]  # [(Hq + 2 Hkv) D, H]
             self.gate_up = [torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight])
                             for layer in self.drafter.layers]  # [2 I, H]
+        from ddtree.kernels.decode_linear import DECODE_ROWS
+        self.decode_rows = DECODE_ROWS if self.fused and self.head.weight.dtype == dtype else 0  # see _logits_decode
         words = (self.block_size + 31) // 32  # every block row sees every block column (ancestor_bitmask layout)
         full = [sum(1 << c for c in range(32 * w, min(32 * w + 32, self.block_size))) for w in range(words)]
         self.block_bits = torch.tensor([x - (1 << 32) if x >= 1 << 31 else x for x in full], dtype=torch.int32,
@@ -62,12 +67,17 @@ class StaticDrafter:
         positions = lens[:, None] + self.offsets[:rows]  # [b, R]
         ctx = rms_norm(self.drafter.hidden_norm, self.drafter.fc(features.to(self.drafter.dtype))).flatten(0, 1)
         if self.fused:
+            from ddtree.kernels.decode_linear import decode_qkv
             from ddtree.kernels.rope import norm_rope_cache
             kv_rows = self.heads * self.head_dim  # the k and v rows of the concatenated projection
             for layer, qkv, k_cache, v_cache in zip(self.drafter.layers, self.qkv, self.k, self.v):
                 k_norm = layer.self_attn.k_norm
-                norm_rope_cache(F.linear(ctx, qkv[kv_rows:]), k_norm.weight, k_norm.weight, k_norm.eps, self.cos,
-                                self.sin, positions.flatten(), k_cache[slots], v_cache[slots], rows)
+                args = (k_norm.weight, k_norm.weight, k_norm.eps, self.cos, self.sin, positions.flatten(),
+                        k_cache[slots], v_cache[slots], rows)
+                if len(ctx) <= self.decode_rows:  # projection, k norm, RoPE and cache write in one launch
+                    decode_qkv(ctx, qkv[kv_rows:], None, None, 0.0, *args)
+                else:
+                    norm_rope_cache(F.linear(ctx, qkv[kv_rows:]), *args)
             return
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [b*R, D]
         for layer, k_cache, v_cache in zip(self.drafter.layers, self.k, self.v):
@@ -83,6 +93,8 @@ class StaticDrafter:
         self.block[:, 0] = bonus
         positions = lens[:, None] + self.offsets[:size]  # [B, L]
         hidden = F.embedding(self.block, self.embed.weight).to(self.drafter.dtype)  # [B, L, H]
+        if batch * size <= self.decode_rows:
+            return self._logits_decode(hidden, positions, lens)
         if self.fused:
             return self._logits_fused(hidden, positions, lens)
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [B*L, D]
@@ -120,6 +132,28 @@ class StaticDrafter:
         final = self.drafter.norm
         hidden = rms_norm(final, hidden) if delta is None else rms_norm(final, delta, residual=hidden)[0]
         return self.head(hidden[:, 1:].to(self.head.weight.dtype)).float()
+
+    def _logits_decode(self, hidden, positions, lens):
+        """_logits_fused through the decode kernels (at most decode_rows rows); hidden  # [B, L, H]."""
+        from ddtree.kernels.decode_linear import decode_linear, decode_qkv
+        from ddtree.kernels.launch import dependent_launches
+        batch, size = positions.shape
+        hidden = hidden.flatten(0, 1)  # [B*L, H] the residual stream
+        with dependent_launches():  # each Triton kernel may start as the one before ends (PDL)
+            for i, (layer, window) in enumerate(zip(self.drafter.layers, self.windows)):
+                attn, norm1, norm2 = layer.self_attn, layer.input_layernorm, layer.post_attention_layernorm
+                q = decode_qkv(hidden, self.qkv[i], None, norm1.weight, norm1.eps, attn.q_norm.weight,
+                               attn.k_norm.weight, attn.k_norm.eps, self.cos, self.sin, positions.flatten(),
+                               self.k[i], self.v[i], size)  # [B*L, Hq, D]
+                out = self._attend(q.view(batch, size, self.heads, self.head_dim), self.k[i], self.v[i], lens,
+                                   window)
+                hidden = decode_linear(out.reshape(batch * size, -1), attn.o_proj.weight, residual=hidden)
+                act = decode_linear(hidden, self.gate_up[i], norm_weight=norm2.weight, eps=norm2.eps, gated=True)
+                hidden = decode_linear(act, layer.mlp.down_proj.weight, residual=hidden)
+            final = self.drafter.norm
+            logits = decode_linear(hidden, self.head.weight, bias=self.head.bias, norm_weight=final.weight,
+                                   eps=final.eps)
+        return logits.view(batch, size, -1)[:, 1:].float()  # [B, L - 1, vocab]
 
     def _keys_values(self, attn, x, cos, sin):
         """DFlash Attention.keys_values with the engine's norm: x  # [n, hidden] -> keys, values  # [n, Hkv, D]."""
