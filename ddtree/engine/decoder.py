@@ -37,6 +37,7 @@ kernel under test, see ddtree.sglang.sglang_attention), which reads the cache la
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -131,7 +132,7 @@ class NativeDecoder:
         self.decode_rows = DECODE_ROWS if self.fused and not self.exact else 0  # see _forward_decode
         if self.fused:
             with torch.no_grad():
-                self.fused_layers = [_fused_layer(layer) for layer in self.model.layers]
+                self.fused_layers = [fused_layer(layer) for layer in self.model.layers]
                 self.cos, self.sin = rope_tables(self.model.rotary_emb, self.max_len, self.dtype, self.device)
 
     @torch.no_grad()
@@ -242,24 +243,17 @@ class NativeDecoder:
             return self._decode_layers(input_ids, positions, visible, slots)
 
     def _decode_layers(self, input_ids, positions, visible, slots):
-        from ddtree.kernels.decode_linear import decode_linear, decode_qkv
+        from ddtree.kernels.decode_linear import decode_linear
         batch, rows = input_ids.shape
         seq_lens = self.seq_lens[slots]  # [b]
         write_at = (seq_lens[:, None] + self.offsets[:rows]).flatten()  # [b*Q]
         lens = seq_lens.to(torch.int32) if self.attention == "triton" else seq_lens
         hidden = self.model.embed_tokens(input_ids).flatten(0, 1)  # [b*Q, H] the residual stream
         outputs = {}
+        attend = functools.partial(self.attend, seq_lens=lens, visible=visible)
         for i, (layer, w) in enumerate(zip(self.model.layers, self.fused_layers)):
-            k_cache, v_cache = self.k[i][slots], self.v[i][slots]
-            norm1, norm2 = layer.input_layernorm, layer.post_attention_layernorm
-            q = decode_qkv(hidden, w.qkv, w.qkv_bias, norm1.weight, _eps(norm1), w.q_norm, w.k_norm, w.eps,
-                           self.cos, self.sin, positions.flatten(), k_cache, v_cache, rows, write_at)
-            out = self.attend(q.view(batch, rows, self.heads, self.head_dim), k_cache, v_cache, lens, visible)
-            o_proj, down = layer.self_attn.o_proj, layer.mlp.down_proj
-            hidden = decode_linear(out.reshape(batch * rows, -1), o_proj.weight, bias=o_proj.bias, residual=hidden)
-            act = decode_linear(hidden, w.gate_up, bias=w.gate_up_bias, norm_weight=norm2.weight, eps=_eps(norm2),
-                                gated=True)
-            hidden = decode_linear(act, down.weight, bias=down.bias, residual=hidden)
+            hidden = decode_layer(layer, w, hidden, self.cos, self.sin, positions.flatten(), write_at,
+                                  self.k[i][slots], self.v[i][slots], rows, attend)
             outputs[i] = hidden.view(batch, rows, -1)
         last, norm = len(self.model.layers) - 1, self.model.norm
         if last in self.layer_ids:  # the last layer's entry is after the final norm, as in HF
@@ -397,6 +391,23 @@ def kernel_rms_norm(module, x, residual=None):
     return kernel(x, module.weight, _eps(module), residual)
 
 
+def decode_layer(layer, w: FusedLayer, hidden, cos, sin, positions, write_at, k_cache, v_cache, rows: int,
+                 attend):
+    """One decoder layer of a decode-sized forward (ddtree.kernels.decode_linear, 4 launches and `attend`), the
+    target's or the static drafter's: `hidden  # [b*Q, H]` the residual stream -> the layer's output  # [b*Q, H];
+    keys and values written into `k_cache, v_cache  # [b, Hkv, L, D]` at `write_at  # [b*Q]` (RoPE at `positions`);
+    `attend(q  # [b, Q, Hq, D], k_cache, v_cache)` the attention (output shaped as q)."""
+    from ddtree.kernels.decode_linear import decode_linear, decode_qkv
+    norm1, norm2 = layer.input_layernorm, layer.post_attention_layernorm
+    q = decode_qkv(hidden, w.qkv, w.qkv_bias, norm1.weight, _eps(norm1), w.q_norm, w.k_norm, w.eps, cos, sin,
+                   positions, k_cache, v_cache, rows, write_at)  # [b*Q, Hq, D]
+    out = attend(q.view(len(k_cache), rows, *q.shape[1:]), k_cache, v_cache).reshape(len(hidden), -1)
+    o_proj, down = layer.self_attn.o_proj, layer.mlp.down_proj
+    hidden = decode_linear(out, o_proj.weight, bias=o_proj.bias, residual=hidden)
+    act = decode_linear(hidden, w.gate_up, bias=w.gate_up_bias, norm_weight=norm2.weight, eps=_eps(norm2), gated=True)
+    return decode_linear(act, down.weight, bias=down.bias, residual=hidden)
+
+
 def _eps(norm_module) -> float:
     return norm_module.variance_epsilon if hasattr(norm_module, "variance_epsilon") else norm_module.eps
 
@@ -421,7 +432,8 @@ def rope_tables(rotary_emb, length: int, dtype, device):
     return cos[0].contiguous(), sin[0].contiguous()
 
 
-def _fused_layer(layer) -> FusedLayer:
+def fused_layer(layer) -> FusedLayer:
+    """An HF Llama / Qwen2 / Qwen3 (or DFlash drafter) layer's weights as the fused forwards read them."""
     attn, mlp = layer.self_attn, layer.mlp
     cat = lambda *mods: torch.cat([m.weight for m in mods])  # noqa: E731
     bias = lambda *mods: None if mods[0].bias is None else torch.cat([m.bias for m in mods])  # noqa: E731

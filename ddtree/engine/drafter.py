@@ -18,10 +18,12 @@ projections, the final norm inside the LM head. Elsewhere the drafter's own modu
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
-from ddtree.engine.decoder import rms_norm
+from ddtree.engine.decoder import decode_layer, fused_layer, rms_norm
 from ddtree.models.drafter import apply_rope, rope_cos_sin
 
 
@@ -48,10 +50,7 @@ class StaticDrafter:
         self.offsets = torch.arange(max(max_len, self.block_size), device=device)  # positions lens + j
         self.fused = device.type == "cuda" if fused is None else bool(fused)
         if self.fused:  # copies of the weights, taken here: after changing the drafter, build a new session
-            self.qkv = [torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight])
-                        for a in (layer.self_attn for layer in self.drafter.layers)]  # [(Hq + 2 Hkv) D, H]
-            self.gate_up = [torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight])
-                            for layer in self.drafter.layers]  # [2 I, H]
+            self.fused_layers = [fused_layer(layer) for layer in self.drafter.layers]
         from ddtree.kernels.decode_linear import DECODE_ROWS
         self.decode_rows = DECODE_ROWS if self.fused and self.head.weight.dtype == dtype else 0  # see _logits_decode
         words = (self.block_size + 31) // 32  # every block row sees every block column (ancestor_bitmask layout)
@@ -70,14 +69,13 @@ class StaticDrafter:
             from ddtree.kernels.decode_linear import decode_qkv
             from ddtree.kernels.rope import norm_rope_cache
             kv_rows = self.heads * self.head_dim  # the k and v rows of the concatenated projection
-            for layer, qkv, k_cache, v_cache in zip(self.drafter.layers, self.qkv, self.k, self.v):
-                k_norm = layer.self_attn.k_norm
-                args = (k_norm.weight, k_norm.weight, k_norm.eps, self.cos, self.sin, positions.flatten(),
-                        k_cache[slots], v_cache[slots], rows)
+            for w, k_cache, v_cache in zip(self.fused_layers, self.k, self.v):
+                args = (w.k_norm, w.k_norm, w.eps, self.cos, self.sin, positions.flatten(), k_cache[slots],
+                        v_cache[slots], rows)
                 if len(ctx) <= self.decode_rows:  # projection, k norm, RoPE and cache write in one launch
-                    decode_qkv(ctx, qkv[kv_rows:], None, None, 0.0, *args)
+                    decode_qkv(ctx, w.qkv[kv_rows:], None, None, 0.0, *args)
                 else:
-                    norm_rope_cache(F.linear(ctx, qkv[kv_rows:]), *args)
+                    norm_rope_cache(F.linear(ctx, w.qkv[kv_rows:]), *args)
             return
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [b*R, D]
         for layer, k_cache, v_cache in zip(self.drafter.layers, self.k, self.v):
@@ -123,33 +121,27 @@ class StaticDrafter:
                 x = rms_norm(layer.input_layernorm, hidden)
             else:
                 x, hidden = rms_norm(layer.input_layernorm, delta, residual=hidden)
-            q = norm_rope_cache(F.linear(x.flatten(0, 1), self.qkv[i]), attn.q_norm.weight, attn.k_norm.weight,
-                                attn.k_norm.eps, self.cos, self.sin, positions.flatten(), self.k[i], self.v[i], size)
+            w = self.fused_layers[i]
+            q = norm_rope_cache(F.linear(x.flatten(0, 1), w.qkv), w.q_norm, w.k_norm, w.eps, self.cos, self.sin,
+                                positions.flatten(), self.k[i], self.v[i], size)
             out = self._attend(q.view(batch, size, self.heads, self.head_dim), self.k[i], self.v[i], lens, window)
             x, hidden = rms_norm(layer.post_attention_layernorm, attn.o_proj(out.reshape(batch, size, -1)),
                                  residual=hidden)
-            delta = layer.mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), self.gate_up[i]))).view_as(hidden)
+            delta = layer.mlp.down_proj(silu_mul(F.linear(x.flatten(0, 1), w.gate_up))).view_as(hidden)
         final = self.drafter.norm
         hidden = rms_norm(final, hidden) if delta is None else rms_norm(final, delta, residual=hidden)[0]
         return self.head(hidden[:, 1:].to(self.head.weight.dtype)).float()
 
     def _logits_decode(self, hidden, positions, lens):
         """_logits_fused through the decode kernels (at most decode_rows rows); hidden  # [B, L, H]."""
-        from ddtree.kernels.decode_linear import decode_linear, decode_qkv
+        from ddtree.kernels.decode_linear import decode_linear
         from ddtree.kernels.launch import dependent_launches
         batch, size = positions.shape
-        hidden = hidden.flatten(0, 1)  # [B*L, H] the residual stream
+        hidden, at = hidden.flatten(0, 1), positions.flatten()  # [B*L, H] the residual stream; [B*L]
         with dependent_launches():  # each Triton kernel may start as the one before ends (PDL)
-            for i, (layer, window) in enumerate(zip(self.drafter.layers, self.windows)):
-                attn, norm1, norm2 = layer.self_attn, layer.input_layernorm, layer.post_attention_layernorm
-                q = decode_qkv(hidden, self.qkv[i], None, norm1.weight, norm1.eps, attn.q_norm.weight,
-                               attn.k_norm.weight, attn.k_norm.eps, self.cos, self.sin, positions.flatten(),
-                               self.k[i], self.v[i], size)  # [B*L, Hq, D]
-                out = self._attend(q.view(batch, size, self.heads, self.head_dim), self.k[i], self.v[i], lens,
-                                   window)
-                hidden = decode_linear(out.reshape(batch * size, -1), attn.o_proj.weight, residual=hidden)
-                act = decode_linear(hidden, self.gate_up[i], norm_weight=norm2.weight, eps=norm2.eps, gated=True)
-                hidden = decode_linear(act, layer.mlp.down_proj.weight, residual=hidden)
+            for layer, w, window, k, v in zip(self.drafter.layers, self.fused_layers, self.windows, self.k, self.v):
+                attend = functools.partial(self._attend, lens=lens, window=window)
+                hidden = decode_layer(layer, w, hidden, self.cos, self.sin, at, at, k, v, size, attend)
             final = self.drafter.norm
             logits = decode_linear(hidden, self.head.weight, bias=self.head.bias, norm_weight=final.weight,
                                    eps=final.eps)
