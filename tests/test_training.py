@@ -8,6 +8,7 @@ from safetensors import safe_open
 from ddtree.models import DFlashDrafter
 from ddtree.models.pair import DEFAULT_DRAFTER_DIR
 from ddtree.training import train
+from ddtree.training.data import SequenceData
 from ddtree.training.forward import training_forward
 from tests.test_trained_drafter import TINY, tiny_drafter
 
@@ -103,6 +104,20 @@ def test_stop_at_that_leaves_no_training_time_stops_after_saving_the_data(tmp_pa
                     "--max-new-tokens", "2", "--gen-batch", "6", "--temperatures", "0", "--val-prompts", "2",
                     "--stop-at", "1"])
     assert (tmp_path / "run" / "data.npz").is_file()
+
+
+def test_sampled_answers_alone_are_refused_before_any_work(tmp_path):
+    """The validation reads greedy answers: without 0 among --temperatures and without --data holding greedy
+    answers, the command stops at once (it used to generate and train, then fail at the first validation)."""
+    args = ["--out", str(tmp_path / "run"), "--device", "cpu", "--prompts", str(toy_prompts(tmp_path)),
+            "--max-new-tokens", "2", "--gen-batch", "6", "--val-prompts", "2", "--steps", "1"]
+    with pytest.raises(SystemExit, match="--temperatures 0.7 1: the validation reads greedy answers"):
+        train.main([*args, "--temperatures", "0.7", "1"])
+    assert not (tmp_path / "run").exists()
+    sampled = SequenceData.from_lists([[1, 2, 3]], [1], [0], [0.7])
+    sampled.save(tmp_path / "sampled.npz")
+    with pytest.raises(SystemExit, match="greedy answers"):
+        train.main([*args, "--temperatures", "0.7", "--data", str(tmp_path / "sampled.npz")])
 
 
 def test_the_engine_answers_as_generate():

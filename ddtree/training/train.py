@@ -280,6 +280,10 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     started = time.perf_counter()
     args = parse_args(argv)
+    parts = [SequenceData.load(path) for path in args.data or ()]
+    if 0 not in args.temperatures and not any((part.temperatures == 0).any() for part in parts):
+        raise SystemExit(f"--temperatures {' '.join(f'{t:g}' for t in args.temperatures)}: the validation reads greedy "
+                         "answers; include 0, or give --data files that hold some")
     args.out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -289,7 +293,6 @@ def main(argv=None) -> None:
     prompts, _ = load_prompts(args.prompts)  # the held-out prompts are never used here
     if args.max_prompts is not None and args.max_prompts < len(prompts):
         prompts = [prompts[i] for i in spread(len(prompts), args.max_prompts)]
-    parts = [SequenceData.load(path) for path in args.data or ()]
     if args.temperatures:
         t0 = time.perf_counter()
         parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, batch_size=args.gen_batch,
