@@ -125,17 +125,26 @@ def test_cuda_graph_replay_matches_eager_on_gpu(verify):
 
 
 @pytest.mark.gpu
-def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu():
+def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch):
     """A graphed session's first round warms up off the default stream, before its capture. It must still wait for
-    what that stream has queued: here its own coins, copied there behind a long sleep that stands for a GPU busy with
-    another process (a round that did not wait walked with the zeros the coins start as, and kept other tokens)."""
+    what that stream has queued: here its own coins, copied there behind a long sleep that stands for a GPU busy
+    with another process when the round is queued (a round that did not wait walked with the zeros the coins start
+    as, and kept other tokens)."""
+    from ddtree.engine.device_round import DeviceRound
+
     pair = tiny_random_pair(3, device="cuda")
     options = dict(budget=10, verify="sampled", temperature=0.9, seed=4, record=False)
-    eager = Session(pair, PROMPTS, **options).run(8, stop_on_eos=False)
-    graphed = Session(pair, PROMPTS, cuda_graphs=True, **options)
-    torch.cuda.synchronize()
-    torch.cuda._sleep(2_000_000_000)  # about a second of the default stream's time
-    assert [g.tokens for g in graphed.run(8, stop_on_eos=False)] == [g.tokens for g in eager]
+    eager = Session(pair, PROMPTS, **options).run(8, stop_on_eos=False)  # also compiles every kernel
+    launch = DeviceRound.launch
+
+    def busy_launch(state, coins):
+        if state.runs == 0:
+            torch.cuda._sleep(4_000_000_000)  # about two seconds of the default stream's time
+        return launch(state, coins)
+
+    monkeypatch.setattr(DeviceRound, "launch", busy_launch)
+    graphed = Session(pair, PROMPTS, cuda_graphs=True, **options).run(8, stop_on_eos=False)
+    assert [g.tokens for g in graphed] == [g.tokens for g in eager]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU tensors through Triton's interpreter (CPU machines only)")
