@@ -246,7 +246,7 @@ class DeviceRound:
                            for _ in range(2)]
         events = self.events[self.runs % 2]
         side = torch.cuda.Stream() if self.cuda_graphs and self.graphs is None else None  # warm-up off the default
-        if side is not None:  # after what the default stream still has queued (the prefill, the coins' copy)
+        if side is not None:  # after what the default stream still has queued (this round's buffers, its coins)
             side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side) if side is not None else nullcontext():
             events[0].record()
