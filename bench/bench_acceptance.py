@@ -3,7 +3,8 @@
 Mean acceptance length = committed tokens per target forward (verify round), pooled over a group's prompts, for the
 DFlash chain and for DDTree at several node budgets, with greedy verification (T = 0) and exact sampled
 verification (T = 1). Several drafters (the shipped one by default; e.g. a new checkpoint beside it) are measured side
-by side on the same prompts. Optionally runs ddtree.check_lossless on each group's first prompts with the first
+by side on the same prompts; `--split train` measures training prompts instead (what the drafter learnt, beside how
+it generalises). Optionally runs ddtree.check_lossless on each group's first held-out prompts with the first
 drafter. Writes bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
 """
 from __future__ import annotations
@@ -22,6 +23,15 @@ from ddtree import Session, check_lossless
 from ddtree.models import load_pair
 from ddtree.models.pair import DEFAULT_DRAFTER_DIR
 from ddtree.training.prompts import GROUPS, load_prompts
+
+
+SPLITS = ("train", "heldout")  # the sides of the committed prompts file, in load_prompts' order
+
+
+def group_prompts(groups, split: str, count: int) -> dict[str, list[str]]:
+    """The first `count` prompts of each group on one side of the committed split, kinds interleaved: "heldout", or
+    "train" (what the drafter was trained on, which tells what it learnt apart from how it generalises)."""
+    return {group: load_prompts(group=group)[SPLITS.index(split)][:count] for group in groups}
 
 
 def configs(budgets, temperatures):
@@ -62,9 +72,10 @@ def table(rows) -> list[str]:
 
 
 def markdown(rows, meta, lossless) -> str:
+    side = "training" if meta.get("split") == "train" else "held-out"
     text = (f"# Acceptance length of the SmolLM2 DFlash drafters ({meta['date']})\n\n"
-            f"{meta['device']}, torch {meta['torch']}, float32; per group the first {meta['prompts']} held-out "
-            f"prompts (kinds interleaved) x up to {meta['max_new_tokens']} new tokens (stop at EOS); acceptance = "
+            f"{meta['device']}, torch {meta['torch']}, float32; per group the first {meta['prompts']} {side} prompts "
+            f"(kinds interleaved) x up to {meta['max_new_tokens']} new tokens (stop at EOS); acceptance = "
             f"committed tokens per target forward, pooled over a group's prompts. T=0: greedy verification; T>0: "
             f"exact sampled verification at that temperature. Drafters: "
             + ", ".join(f"`{name}` = {path}" for name, path in meta["drafters"].items()) + ".\n\n"
@@ -113,7 +124,9 @@ def main() -> None:
     ap.add_argument("--drafters", type=Path, nargs="+", default=[DEFAULT_DRAFTER_DIR],
                     help="drafter folders, measured side by side (default: the shipped one)")
     ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS)
-    ap.add_argument("--prompts", type=int, default=8, help="first N held-out prompts of each group")
+    ap.add_argument("--prompts", type=int, default=8, help="first N prompts of each group")
+    ap.add_argument("--split", choices=SPLITS, default="heldout",
+                    help="which side of the committed prompts file (the lossless check always reads held-out ones)")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
@@ -125,8 +138,8 @@ def main() -> None:
     names = [path.name for path in args.drafters]
     if len(set(names)) != len(names):
         ap.error(f"--drafters: folder names must differ, got {names}")
-    heldout = {group: load_prompts(group=group)[1] for group in args.groups}
-    prompts = {group: heldout[group][:args.prompts] for group in args.groups}
+    heldout = group_prompts(args.groups, "heldout", args.lossless_prompts)
+    prompts = group_prompts(args.groups, args.split, args.prompts)
     rows, lossless = [], {}
     target = None
     for name, folder in zip(names, args.drafters):
@@ -137,10 +150,9 @@ def main() -> None:
                 row = measure(pair, prompts[group], *config, args.max_new_tokens, args.seed)
                 rows.append({"drafter": name, "group": group, **row})
             if args.lossless_prompts and name == names[0]:
-                lossless[group] = str(check_lossless(pair, heldout[group][:args.lossless_prompts],
-                                                     args.lossless_tokens))
+                lossless[group] = str(check_lossless(pair, heldout[group], args.lossless_tokens))
     meta = {"date": date.today().isoformat(), "device": f"CPU: {platform.machine()}, {torch.get_num_threads()} "
-            f"torch threads", "torch": torch.__version__, "prompts": args.prompts,
+            f"torch threads", "torch": torch.__version__, "prompts": args.prompts, "split": args.split,
             "max_new_tokens": args.max_new_tokens, "drafters": {n: str(p) for n, p in zip(names, args.drafters)},
             "lossless_prompts": args.lossless_prompts, "lossless_tokens": args.lossless_tokens, "seed": args.seed}
     args.out.mkdir(parents=True, exist_ok=True)

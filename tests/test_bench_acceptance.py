@@ -35,3 +35,14 @@ def test_drafters_with_the_same_folder_name_are_refused(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         bench.main()
     assert "--drafters: folder names must differ" in capsys.readouterr().err
+
+
+def test_the_split_picks_a_side_of_the_committed_prompts_and_the_report_names_it():
+    train, heldout = (bench.group_prompts(["chat", "code"], split, 5) for split in ("train", "heldout"))
+    for group in ("chat", "code"):
+        assert len(train[group]) == len(heldout[group]) == 5 and not set(train[group]) & set(heldout[group])
+    assert train["chat"] != train["code"]
+    meta = {"date": "d", "device": "cpu", "torch": "t", "prompts": 5, "max_new_tokens": 6, "drafters": {"a": "A"},
+            "split": "train"}
+    assert "the first 5 training prompts" in bench.markdown([], meta, {})
+    assert "the first 5 held-out prompts" in bench.markdown([], meta | {"split": "heldout"}, {})
