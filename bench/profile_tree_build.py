@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 import ddtree.kernels.tree_build as tb
+from ddtree.engine.device_round import side_stream
 
 SMALL_LIMIT = 128  # the largest budget the one-program selection is timed at
 SETTINGS = ("TOP_K_CHUNK", "MERGE_WIDTH", "TOP_K_WARPS", "RANK_BLOCK", "RANK_CHUNK", "RANK_WARPS")
@@ -35,11 +36,8 @@ def packed_keys(logq):
 
 
 def graphed_ms(dlogits, budget: int, replays: int, fn=stage) -> float:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
+    with side_stream():
         fn(dlogits, budget)
-    torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn(dlogits, budget)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -245,10 +245,7 @@ class DeviceRound:
             self.events = [[torch.cuda.Event(enable_timing=True) for _ in range(len(STAGES) + 1)]
                            for _ in range(2)]
         events = self.events[self.runs % 2]
-        side = torch.cuda.Stream() if self.cuda_graphs and self.graphs is None else None  # warm-up off the default
-        if side is not None:  # after what the default stream still has queued (this round's buffers, its coins)
-            side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side) if side is not None else nullcontext():
+        with side_stream() if self.cuda_graphs and self.graphs is None else nullcontext():  # warm-up: off the default
             events[0].record()
             for i, (name, stage) in enumerate(zip(STAGES, stages)):
                 if stage is not None and self.graphs:
@@ -257,8 +254,6 @@ class DeviceRound:
                     with torch.profiler.record_function(name):  # stage names in a profiler trace
                         stage()
                 events[i + 1].record()
-        if side is not None:
-            torch.cuda.current_stream().wait_stream(side)
         readback, done = self._host_readback(), torch.cuda.Event()
         done.record()
         return Flight(events, readback, done)
@@ -302,6 +297,18 @@ class DeviceRound:
         return {name: timers[i].elapsed_time(timers[i + 1]) / 1e3 for i, name in enumerate(STAGES)}
 
 
+@contextmanager
+def side_stream():
+    """Run the block on a fresh CUDA stream (a warm-up before a graph capture must run off the default stream), after
+    what the default stream has queued so far and before what it queues next: without the first wait, a warm-up on a
+    busy GPU read buffers the default stream had not written yet (bench/results/warmup_stream_race_h200.md)."""
+    side, default = torch.cuda.Stream(), torch.cuda.current_stream()
+    side.wait_stream(default)
+    with torch.cuda.stream(side):
+        yield
+    default.wait_stream(side)
+
+
 def _capture(names, stages) -> dict:
     """One CUDA graph per stage, sharing a memory pool, captured in round order (nothing runs during capture)."""
     graphs, pool = {}, None
@@ -340,12 +347,9 @@ def seconds_per_call(fn, cuda_graphs: bool, repeats: int, device) -> float:
         for _ in range(repeats):
             fn()
         return (time.perf_counter() - t0) / repeats
-    side = torch.cuda.Stream()  # warm-up off the default stream, as before a capture
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
+    with side_stream():  # warm-up off the default stream, as before a capture
         fn()
         fn()
-    torch.cuda.current_stream().wait_stream(side)
     call = fn
     if cuda_graphs:
         graph = torch.cuda.CUDAGraph()
