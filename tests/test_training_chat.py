@@ -1,10 +1,14 @@
-"""General-chat prompt material (ddtree/training/chat.py): sizes, kinds, uniqueness, shapes and determinism."""
+"""General-chat prompt material (ddtree/training/chat.py): sizes, kinds, uniqueness, shapes and determinism; the
+committed prompts file's chat prompts drawn again as they were, with material appended since."""
+import json
 import re
 from collections import Counter
 
 import pytest
 
+from ddtree.training import chat
 from ddtree.training.chat import chat_prompts
+from ddtree.training.prompts import PROMPTS_FILE
 
 KINDS = {"explain", "howto", "recipe", "summary", "advice", "compare", "list", "story", "math"}
 
@@ -22,10 +26,10 @@ def test_deterministic_for_a_seed_and_different_for_another(prompts):
 
 
 def test_total_and_every_kind_well_represented(prompts):
-    assert 4500 <= len(prompts) <= 6000
+    assert 11000 <= len(prompts) <= 12000
     counts = Counter(p["kind"] for p in prompts)
     assert set(counts) == KINDS
-    assert all(count >= 300 for count in counts.values()), counts
+    assert all(count >= 1000 for count in counts.values()), counts
 
 
 def test_prompts_are_unique(prompts):
@@ -68,3 +72,43 @@ def test_templates_and_subjects_vary_within_each_kind(prompts):
         else:
             assert len(left) >= 12, (kind, len(left))
             assert len(right) >= 40, (kind, len(right))
+
+
+def committed_chat_prompts() -> dict[str, str]:
+    """{prompt: source} of the committed prompts file's general-chat prompts from this module (topics are
+    prompts.py's)."""
+    data = json.loads(PROMPTS_FILE.read_text())
+    return {p["prompt"]: p["source"] for side in ("train", "heldout") for p in data[side]
+            if p["group"] == "chat" and p["kind"] != "topic"}
+
+
+def test_the_committed_file_holds_every_draw_as_drawn_now(prompts):
+    """Every chat prompt of the committed file comes out again with the same source, and the file holds every prompt
+    drawn now; each draw's subjects are the entries it added (none of an earlier draw's)."""
+    assert {p["prompt"]: p["source"] for p in prompts} == committed_chat_prompts()
+    assert all(len(getattr(chat, name)) == size for name, size in chat.DRAWS[-1].items())  # nothing left undrawn
+    for k, (before, sizes) in enumerate(zip(chat.DRAWS, chat.DRAWS[1:]), 1):
+        drawn = chat.draw(chat.random.Random(f"0:draw{k}"), before, sizes)
+        assert len(drawn) > 5000
+        for p in drawn:
+            if p["kind"] == "math":
+                problem = getattr(chat, p["source"].split()[1])
+                assert chat.MATH_PROBLEMS.index(problem) >= before["MATH_PROBLEMS"], p["source"]
+            else:
+                subject = p["source"].split(" x ")[1].split(" + ")[0]
+                entries = re.findall(r"([A-Z_]+)\[(\d+)\]", subject)
+                assert any(int(i) >= before[name] for name, i in entries), p["source"]
+
+
+def test_material_appended_later_adds_prompts_and_changes_no_earlier_one(prompts, monkeypatch):
+    """A subject appended to a tuple after the last draw makes a new draw of its own; every earlier prompt stays,
+    with its source. Negative control: the same subject inserted at the front shifts the committed draws."""
+    before = {p["prompt"]: p["source"] for p in prompts}
+    monkeypatch.setattr(chat, "EXPLAIN_QUESTIONS", chat.EXPLAIN_QUESTIONS + ("why zebras have stripes",))
+    after = {p["prompt"]: p["source"] for p in chat_prompts(0)}
+    new = {k: v for k, v in after.items() if k not in before}
+    assert all(after[k] == v for k, v in before.items())
+    assert len(new) == 5 and all(f"EXPLAIN_QUESTIONS[{len(chat.EXPLAIN_QUESTIONS) - 1}]" in v for v in new.values())
+    monkeypatch.setattr(chat, "EXPLAIN_QUESTIONS", ("why zebras have stripes",) + chat.EXPLAIN_QUESTIONS[:-1])
+    shifted = {p["prompt"] for p in chat_prompts(0)}
+    assert not set(before) <= shifted

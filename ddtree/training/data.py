@@ -75,8 +75,9 @@ def chat_ids(tokenizer, prompt: str, max_prompt_tokens: int) -> list[int]:
 @torch.no_grad()
 def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_tokens: int = 256,
                        batch_size: int = 512, max_prompt_tokens: int = 256, seed: int = 0,
-                       engine: bool = False) -> SequenceData:
-    """Every prompt answered once at every temperature in `temperatures` (0 = greedy) -> SequenceData.
+                       engine: bool = False, prompt_ids=None) -> SequenceData:
+    """Every prompt answered once at every temperature in `temperatures` (0 = greedy) -> SequenceData, whose
+    prompt_ids are `prompt_ids` (one per prompt: their indices in the prompts file) or the prompts' positions.
 
     Batches of `batch_size` prompts; a response ends at its first EOS (kept) or after `max_new_tokens` tokens.
     Sampling uses the plain temperature-scaled distribution (no top-k/top-p). Hugging Face `generate` on left-padded
@@ -91,8 +92,11 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
     eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
     encoded = [chat_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
+    file_ids = list(range(len(prompts)) if prompt_ids is None else prompt_ids)
+    if len(file_ids) != len(prompts):
+        raise ValueError(f"prompt_ids must give one id per prompt ({len(prompts)}), got {len(file_ids)}")
     jobs = [(i, t) for t in temperatures for i in range(len(encoded))]
-    sequences, prompt_lens, prompt_ids, temps = [], [], [], []
+    sequences, prompt_lens, ids_out, temps = [], [], [], []
     torch.manual_seed(seed)
     for start in tqdm(range(0, len(jobs), batch_size), desc="generating responses", unit="batch"):
         chunk = jobs[start:start + batch_size]
@@ -107,9 +111,9 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
                 end = next((k + 1 for k, tok in enumerate(generated) if tok in eos), len(generated))
                 sequences.append(encoded[i] + generated[:end])
                 prompt_lens.append(len(encoded[i]))
-                prompt_ids.append(i)
+                ids_out.append(file_ids[i])
                 temps.append(temperature)
-    return SequenceData.from_lists(sequences, prompt_lens, prompt_ids, temps)
+    return SequenceData.from_lists(sequences, prompt_lens, ids_out, temps)
 
 
 def _hf_responses(model, prompts_ids, temperature: float, max_new_tokens: int, pad: int, device) -> list[list[int]]:

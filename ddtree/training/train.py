@@ -148,7 +148,8 @@ def save_checkpoint(drafter: DFlashDrafter, folder: Path) -> None:
 def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceData, args) -> None:
     """AdamW on each run's drafter (target frozen) until args.steps or args.seconds; logs to args.out/log.jsonl.
     Checkpoints every args.save_every seconds and at the end, or with args.keep_best only when the validation
-    loss improves (checked every args.val_every steps and at the end)."""
+    loss improves (checked before the first step when the drafters start from --init-from, every args.val_every
+    steps and at the end)."""
     cuda = args.device.startswith("cuda")
     device_type = "cuda" if cuda else "cpu"
     autocast = lambda: torch.autocast(device_type, dtype=torch.bfloat16, enabled=cuda)  # noqa: E731
@@ -166,6 +167,11 @@ def train(runs: list[Run], target, train_data: SequenceData, val_data: SequenceD
                 save_checkpoint(run.drafter, run.folder)
                 record[run.name]["saved"] = True
 
+    if args.init_from:  # the starting drafters on this run's validation sequences: the baseline to beat
+        record = {"step": 0, "elapsed": 0.0} | {run.name: {} for run in runs}
+        validate(record)
+        log.write(json.dumps(record) + "\n")
+        print(json.dumps(record), flush=True)
     bar = tqdm(total=args.steps, desc="training", unit="step")
     for run in runs:
         run.drafter.train()
@@ -229,6 +235,8 @@ def parse_args(argv=None):
                       help="use N training prompts spread evenly over the file (every kind, in proportion)")
     data.add_argument("--temperatures", type=float, nargs="*", default=[0.0, 0.7],
                       help="generate a response per prompt at each (0 = greedy); none: no generation")
+    data.add_argument("--unanswered-only", action="store_true",
+                      help="answer only the prompts no --data file answers (those added to the prompts file since)")
     data.add_argument("--max-new-tokens", type=int, default=256)
     data.add_argument("--gen-batch", type=int, default=1024)
     data.add_argument("--generator", choices=["hf", "engine"], default="hf",
@@ -281,30 +289,42 @@ def main(argv=None) -> None:
     started = time.perf_counter()
     args = parse_args(argv)
     parts = [SequenceData.load(path) for path in args.data or ()]
+    if args.unanswered_only and not parts:
+        raise SystemExit("--unanswered-only answers the prompts that no --data file answers: give --data")
     if 0 not in args.temperatures and not any((part.temperatures == 0).any() for part in parts):
         raise SystemExit(f"--temperatures {' '.join(f'{t:g}' for t in args.temperatures)}: the validation reads greedy "
                          "answers; include 0, or give --data files that hold some")
+    prompts, _ = load_prompts(args.prompts)  # the held-out prompts are never used here
+    for path, part in zip(args.data or (), parts):
+        if len(part) and int(part.prompt_ids.max()) >= len(prompts):
+            raise SystemExit(f"--data {path}: answers prompt id {int(part.prompt_ids.max())}, but {args.prompts} has "
+                             f"{len(prompts)} training prompts: the data was made from another prompts file")
     args.out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
     t0 = time.perf_counter()
     target, tokenizer = load_target(device=args.device)
     print(f"target loaded on {args.device} in {time.perf_counter() - t0:.1f} s", flush=True)
-    prompts, _ = load_prompts(args.prompts)  # the held-out prompts are never used here
+    chosen = np.arange(len(prompts))  # indices into the file's training prompts, which every data part's ids are
     if args.max_prompts is not None and args.max_prompts < len(prompts):
-        prompts = [prompts[i] for i in spread(len(prompts), args.max_prompts)]
-    if args.temperatures:
+        chosen = spread(len(prompts), args.max_prompts)
+    val_ids = chosen[spread(len(chosen), args.val_prompts)]
+    answer = chosen
+    if args.unanswered_only:
+        answer = chosen[~np.isin(chosen, np.concatenate([part.prompt_ids for part in parts]))]
+        print(f"{len(answer)} of {len(chosen)} prompts have no answer in --data", flush=True)
+    if args.temperatures and len(answer):
         t0 = time.perf_counter()
-        parts.append(generate_responses(target, tokenizer, prompts, args.temperatures, batch_size=args.gen_batch,
-                                        max_new_tokens=args.max_new_tokens, seed=args.seed,
-                                        engine=args.generator == "engine"))
+        parts.append(generate_responses(target, tokenizer, [prompts[i] for i in answer], args.temperatures,
+                                        batch_size=args.gen_batch, max_new_tokens=args.max_new_tokens,
+                                        seed=args.seed, engine=args.generator == "engine", prompt_ids=answer))
         parts[-1].save(args.out / "data.npz")
         print(f"generated {len(parts[-1])} sequences, {len(parts[-1].tokens)} tokens in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
     data = SequenceData.concat(parts)
     if (data.tokens == args.mask_token_id).any():
         print(f"warning: mask token id {args.mask_token_id} occurs in the data", flush=True)
-    train_data, val_data = data.split(spread(len(prompts), args.val_prompts))
+    train_data, val_data = data.split(val_ids)
     runs = []
     for (i, num_layers), soft_weight in itertools.product(enumerate(args.layers), args.soft_weight):
         if args.init_from:
