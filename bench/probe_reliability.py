@@ -407,7 +407,7 @@ def _():
 def _():
     from ddtree.widgets import Explorer
     ex = Explorer([marked_record()])
-    no_markup([ex.path.html.value, ex.stats.value])
+    no_markup([ex.path.pane.html, ex.stats.value])
     no_markup(h for trace in ex.logw.figure.data for h in (trace.hovertext or ()))
 
 
