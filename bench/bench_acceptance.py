@@ -4,8 +4,9 @@ Mean acceptance length = committed tokens per target forward (verify round), poo
 DFlash chain and for DDTree at several node budgets, with greedy verification (T = 0) and exact sampled
 verification (T = 1). Several drafters (the shipped one by default; e.g. a new checkpoint beside it) are measured side
 by side on the same prompts; `--split train` measures training prompts instead (what the drafter learnt, beside how
-it generalises). Optionally runs ddtree.check_lossless on each group's first held-out prompts with the first
-drafter. Writes bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
+it generalises), `--split unseen` the held-out prompts whose subject no training prompt shares (material a drafter
+trained on the file never saw in any phrasing). Optionally runs ddtree.check_lossless on each group's first
+held-out prompts with the first drafter. Writes bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
 """
 from __future__ import annotations
 
@@ -22,15 +23,18 @@ from tqdm.auto import tqdm
 from ddtree import Session, check_lossless
 from ddtree.models import load_pair
 from ddtree.models.pair import DEFAULT_DRAFTER_DIR
-from ddtree.training.prompts import GROUPS, load_prompts
+from ddtree.training.prompts import GROUPS, load_prompts, unseen_heldout
 
 
-SPLITS = ("train", "heldout")  # the sides of the committed prompts file, in load_prompts' order
+SPLITS = ("train", "heldout", "unseen")  # the file's two sides, in load_prompts' order; then a part of the second
 
 
 def group_prompts(groups, split: str, count: int) -> dict[str, list[str]]:
-    """The first `count` prompts of each group on one side of the committed split, kinds interleaved: "heldout", or
-    "train" (what the drafter was trained on, which tells what it learnt apart from how it generalises)."""
+    """The first `count` prompts of each group on one side of the committed split, kinds interleaved: "heldout";
+    "train" (what the drafter was trained on, which tells what it learnt apart from how it generalises); or "unseen",
+    the held-out prompts whose subject no training prompt shares (prompts.unseen_heldout)."""
+    if split == "unseen":
+        return {group: unseen_heldout(group=group)[:count] for group in groups}
     return {group: load_prompts(group=group)[SPLITS.index(split)][:count] for group in groups}
 
 
@@ -71,11 +75,18 @@ def table(rows) -> list[str]:
     return lines
 
 
+def side_name(split: str) -> str:
+    return {"train": "training prompts", "unseen": "held-out prompts whose subject no training prompt shares"}.get(
+        split, "held-out prompts")
+
+
 def markdown(rows, meta, lossless) -> str:
-    side = "training" if meta.get("split") == "train" else "held-out"
+    fewer = {g: n for g, n in meta.get("available", {}).items() if n < meta["prompts"]}
     text = (f"# Acceptance length of the SmolLM2 DFlash drafters ({meta['date']})\n\n"
-            f"{meta['device']}, torch {meta['torch']}, float32; per group the first {meta['prompts']} {side} prompts "
-            f"(kinds interleaved) x up to {meta['max_new_tokens']} new tokens (stop at EOS); acceptance = "
+            f"{meta['device']}, torch {meta['torch']}, float32; per group the first {meta['prompts']} "
+            f"{side_name(meta.get('split'))}"
+            + "".join(f" ({group}: only {n} exist)" for group, n in fewer.items())
+            + f" (kinds interleaved) x up to {meta['max_new_tokens']} new tokens (stop at EOS); acceptance = "
             f"committed tokens per target forward, pooled over a group's prompts. T=0: greedy verification; T>0: "
             f"exact sampled verification at that temperature. Drafters: "
             + ", ".join(f"`{name}` = {path}" for name, path in meta["drafters"].items()) + ".\n\n"
@@ -88,7 +99,7 @@ def markdown(rows, meta, lossless) -> str:
     return text
 
 
-def plot(rows, path: Path) -> None:
+def plot(rows, path: Path, split: str) -> None:
     """Acceptance against budget, one panel per group; a colour per drafter, solid T=0, dotted T>0."""
     import matplotlib
     matplotlib.use("Agg")
@@ -110,7 +121,7 @@ def plot(rows, path: Path) -> None:
                                    label=f"{drafter} chain, T={t:g}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("DDTree node budget")
-        ax.set_title(f"held-out {group} prompts", fontsize=10)
+        ax.set_title(f"{group}: {side_name(split)}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("tokens per target forward")
     axes[0][-1].legend(fontsize=7)
@@ -140,6 +151,10 @@ def main() -> None:
         ap.error(f"--drafters: folder names must differ, got {names}")
     heldout = group_prompts(args.groups, "heldout", args.lossless_prompts)
     prompts = group_prompts(args.groups, args.split, args.prompts)
+    empty = [group for group, found in prompts.items() if not found]
+    if empty:
+        ap.error(f"--split {args.split}: the prompts file has no such {' or '.join(empty)} prompts; leave the group "
+                 "out with --groups")
     rows, lossless = [], {}
     target = None
     for name, folder in zip(names, args.drafters):
@@ -153,6 +168,7 @@ def main() -> None:
                 lossless[group] = str(check_lossless(pair, heldout[group], args.lossless_tokens))
     meta = {"date": date.today().isoformat(), "device": f"CPU: {platform.machine()}, {torch.get_num_threads()} "
             f"torch threads", "torch": torch.__version__, "prompts": args.prompts, "split": args.split,
+            "available": {group: len(found) for group, found in prompts.items()},
             "max_new_tokens": args.max_new_tokens, "drafters": {n: str(p) for n, p in zip(names, args.drafters)},
             "lossless_prompts": args.lossless_prompts, "lossless_tokens": args.lossless_tokens, "seed": args.seed}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -160,7 +176,7 @@ def main() -> None:
                                                           "prompts": prompts}, indent=1) + "\n")
     text = markdown(rows, meta, lossless)
     (args.out / "acceptance.md").write_text(text)
-    plot(rows, args.out / "acceptance_vs_budget.png")
+    plot(rows, args.out / "acceptance_vs_budget.png", args.split)
     print(text)
 
 

@@ -1,4 +1,5 @@
 """bench/bench_acceptance.py: per-group, per-drafter rows and their report, on a tiny random pair."""
+import json
 import sys
 
 import pytest
@@ -46,3 +47,26 @@ def test_the_split_picks_a_side_of_the_committed_prompts_and_the_report_names_it
             "split": "train"}
     assert "the first 5 training prompts" in bench.markdown([], meta, {})
     assert "the first 5 held-out prompts" in bench.markdown([], meta | {"split": "heldout"}, {})
+
+
+def test_the_unseen_side_holds_held_out_prompts_of_subjects_never_trained_on(monkeypatch, capsys):
+    """--split unseen: held-out chat prompts whose subject no training prompt shares (the new material's held-out
+    subjects, all their phrasings); the report says so and names a group with fewer prompts than asked; a group with
+    none is refused with a message naming it."""
+    from ddtree.training.prompts import PROMPTS_FILE, subject_of
+    data = json.loads(PROMPTS_FILE.read_text())
+    trained = {subject_of(p) for p in data["train"]}
+    unseen = bench.group_prompts(["chat", "code"], "unseen", 40)
+    assert len(unseen["chat"]) == 40 and len(unseen["code"]) < 5
+    held = {p["prompt"]: p for p in data["heldout"]}
+    assert all(p in held and subject_of(held[p]) not in trained for p in unseen["chat"] + unseen["code"])
+    assert len({held[p]["kind"] for p in unseen["chat"][:9]}) == 9  # kinds interleaved
+    meta = {"date": "d", "device": "cpu", "torch": "t", "prompts": 8, "max_new_tokens": 6, "drafters": {"a": "A"},
+            "split": "unseen", "available": {"chat": 8, "code": 1}}
+    text = bench.markdown([], meta, {})
+    assert "the first 8 held-out prompts whose subject no training prompt shares (code: only 1 exist)" in text
+    monkeypatch.setattr(bench, "unseen_heldout", lambda group: [])
+    monkeypatch.setattr(sys, "argv", ["bench_acceptance.py", "--split", "unseen", "--groups", "code"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--split unseen: the prompts file has no such code prompts" in capsys.readouterr().err

@@ -112,3 +112,30 @@ def test_material_appended_later_adds_prompts_and_changes_no_earlier_one(prompts
     monkeypatch.setattr(chat, "EXPLAIN_QUESTIONS", ("why zebras have stripes",) + chat.EXPLAIN_QUESTIONS[:-1])
     shifted = {p["prompt"] for p in chat_prompts(0)}
     assert not set(before) <= shifted
+
+
+def test_new_prompts_are_split_by_subject_and_the_committed_sides_stay():
+    """extend_split keeps every committed prompt on its side and splits the fresh ones whole subjects at a time: no
+    fresh held-out prompt shares its subject with a training prompt. The committed file was made so: each subject of
+    the later draw lies on one side, and over 200 of its prompts are held out. Negative control: a split by prompt
+    (the rule before) puts phrasings of one subject on both sides."""
+    from ddtree.training.prompts import extend_split, split_prompts, subject_of
+    committed = json.loads(PROMPTS_FILE.read_text())
+    sides = {}
+    for side in ("train", "heldout"):
+        for p in committed[side]:
+            sides.setdefault(subject_of(p), set()).add(side)
+    later = chat.draw(chat.random.Random("0:draw1"), *chat.DRAWS)
+    assert all(len(sides[subject_of(p)]) == 1 for p in later)
+    assert sum(sides[subject_of(p)] == {"heldout"} for p in later) > 200
+    train, held = split_prompts(later, 250)
+    assert not {subject_of(p) for p in train} & {subject_of(p) for p in held}
+    assert 200 <= len(held) <= 300 and len(train) + len(held) == len(later)
+    old = {"train": later[:100], "heldout": later[100:110]}
+    train, held = extend_split(old, later, 0.04)
+    assert [p["prompt"] for p in train[:100]] == [p["prompt"] for p in old["train"]]
+    assert [p["prompt"] for p in held[:10]] == [p["prompt"] for p in old["heldout"]]
+    by_prompt = set(chat.random.Random(1).sample(range(len(later)), 250))  # the negative control
+    split_subjects = {subject_of(later[i]) for i in by_prompt} & {subject_of(p) for i, p in enumerate(later)
+                                                                   if i not in by_prompt}
+    assert split_subjects

@@ -14,6 +14,7 @@ import importlib
 import inspect
 import json
 import random
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -41,6 +42,8 @@ BUILTIN_TYPES = ("str", "bytes", "list", "dict", "set", "frozenset", "tuple", "i
 MAX_DOC_CHARS = 400
 CODE_KINDS = ("stdlib", "coding")  # every other kind is general chat
 GROUPS = ("code", "chat")
+# a templated prompt's source: "template:<template> x <subject>[ + <suffix>]" (here and in ddtree.training.chat.fill)
+TEMPLATED_SOURCE = re.compile(r"template:\S+ x (.+?)(?: \+ SUFFIXES\[.*)?")
 
 DOC_TEMPLATES = (
     "Explain what `{name}` does in Python and show a short example.",
@@ -197,14 +200,14 @@ def build_prompts(seed: int = 0) -> list[dict]:
             text = template.format(name=qualname, doc=doc, summary=summary_line(doc))
             source = f"template:stdlib#{DOC_TEMPLATES.index(template)} x docstring of {qualname}"
             prompts.append({"kind": "stdlib", "source": source, "prompt": text})
-    for topic in TOPICS:
+    for i, topic in enumerate(TOPICS):
         for template in rng.sample(TOPIC_TEMPLATES, 8):
             text = template.format(topic=topic, other=rng.choice([t for t in TOPICS if t != topic]))
-            source = f"template:topic#{TOPIC_TEMPLATES.index(template)} x TOPICS"
+            source = f"template:topic#{TOPIC_TEMPLATES.index(template)} x TOPICS[{i}]"
             prompts.append({"kind": "topic", "source": source, "prompt": text[0].upper() + text[1:]})
-    for task in CODING_TASKS:
+    for i, task in enumerate(CODING_TASKS):
         for template in rng.sample(CODING_TEMPLATES, 6):
-            source = f"template:coding#{CODING_TEMPLATES.index(template)} x CODING_TASKS"
+            source = f"template:coding#{CODING_TEMPLATES.index(template)} x CODING_TASKS[{i}]"
             prompts.append({"kind": "coding", "source": source, "prompt": template.format(task=task)})
     prompts += chat_prompts(seed)
     unique = list({p["prompt"]: p | {"group": group_of(p["kind"])} for p in prompts}.values())
@@ -219,15 +222,34 @@ def interleave_kinds(prompts: list[dict]) -> list[dict]:
     return [group[i] for i in range(max(map(len, by_kind), default=0)) for group in by_kind if i < len(group)]
 
 
+def subject_of(prompt: dict) -> str:
+    """What a prompt was made from apart from its phrasing: a templated prompt's subject, from its source
+    ("EXPLAIN_QUESTIONS[3]", a story's character + goal + setting, "docstring of str.split", "TOPICS[7]"), else the
+    prompt itself (a math problem)."""
+    found = TEMPLATED_SOURCE.fullmatch(prompt.get("source", ""))
+    return found[1] if found else prompt["prompt"]
+
+
 def split_prompts(prompts: list[dict], heldout: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
-    """(train, heldout): `heldout` prompts drawn per kind in proportion (at least one of each kind), seeded."""
+    """(train, heldout): about `heldout` prompts drawn per kind in proportion (at least one subject of each kind),
+    seeded, whole subjects at a time (subject_of), so that no held-out prompt shares its subject with a training
+    one."""
     if not 0 < heldout < len(prompts):
         raise ValueError(f"heldout must be in (0, {len(prompts)}), got {heldout}")
     rng = random.Random(seed + 1)
     chosen = set()
     for kind in sorted({p["kind"] for p in prompts}):
-        indices = [i for i, p in enumerate(prompts) if p["kind"] == kind]
-        chosen.update(rng.sample(indices, max(1, round(heldout * len(indices) / len(prompts)))))
+        subjects = {}  # subject -> indices of its prompts, in file order
+        for i, p in enumerate(prompts):
+            if p["kind"] == kind:
+                subjects.setdefault(subject_of(p), []).append(i)
+        quota = max(1, round(heldout * sum(map(len, subjects.values())) / len(prompts)))
+        taken = 0
+        for subject in rng.sample(sorted(subjects), len(subjects)):
+            if taken >= quota:
+                break
+            chosen.update(subjects[subject])
+            taken += len(subjects[subject])
     held = interleave_kinds([prompts[i] for i in sorted(chosen)])
     return [p for i, p in enumerate(prompts) if i not in chosen], held
 
@@ -247,16 +269,30 @@ def extend_split(committed: dict, prompts: list[dict], heldout_fraction: float, 
     return keep["train"] + train, keep["heldout"] + held
 
 
+def read_prompts(path, group: str | None) -> dict:
+    """A prompts file's content, once `group` is checked (a group name or None)."""
+    if group is not None and group not in GROUPS:
+        raise ValueError(f"group must be one of {GROUPS} or None, got {group!r}")
+    return json.loads(Path(path).read_text())
+
+
 def load_prompts(path=PROMPTS_FILE, group: str | None = None) -> tuple[list[str], list[str]]:
     """(train prompts, held-out prompts) as strings, from the committed prompts file; with `group` ("code" or
     "chat") only that group's, reordered so that any prefix mixes its kinds."""
-    if group is not None and group not in GROUPS:
-        raise ValueError(f"group must be one of {GROUPS} or None, got {group!r}")
-    data = json.loads(Path(path).read_text())
+    data = read_prompts(path, group)
     sides = [data["train"], data["heldout"]]
     if group is not None:
         sides = [interleave_kinds([p for p in side if group_of(p["kind"]) == group]) for side in sides]
     return [p["prompt"] for p in sides[0]], [p["prompt"] for p in sides[1]]
+
+
+def unseen_heldout(path=PROMPTS_FILE, group: str | None = None) -> list[str]:
+    """The held-out prompts whose subject (subject_of) no training prompt shares, as strings, kinds interleaved (with
+    `group`, only that group's): phrasings of material a drafter trained on the file has never seen."""
+    data = read_prompts(path, group)
+    trained = {subject_of(p) for p in data["train"]}
+    held = [p for p in data["heldout"] if subject_of(p) not in trained and group in (None, group_of(p["kind"]))]
+    return [p["prompt"] for p in interleave_kinds(held)]
 
 
 def main() -> None:
