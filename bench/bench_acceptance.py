@@ -23,19 +23,7 @@ from tqdm.auto import tqdm
 from ddtree import Session, check_lossless
 from ddtree.models import load_pair
 from ddtree.models.pair import DEFAULT_DRAFTER_DIR
-from ddtree.training.prompts import GROUPS, load_prompts, unseen_heldout
-
-
-SPLITS = ("train", "heldout", "unseen")  # the file's two sides, in load_prompts' order; then a part of the second
-
-
-def group_prompts(groups, split: str, count: int) -> dict[str, list[str]]:
-    """The first `count` prompts of each group on one side of the committed split, kinds interleaved: "heldout";
-    "train" (what the drafter was trained on, which tells what it learnt apart from how it generalises); or "unseen",
-    the held-out prompts whose subject no training prompt shares (prompts.unseen_heldout)."""
-    if split == "unseen":
-        return {group: unseen_heldout(group=group)[:count] for group in groups}
-    return {group: load_prompts(group=group)[SPLITS.index(split)][:count] for group in groups}
+from ddtree.training.prompts import GROUPS, SPLITS, prompts_by_group
 
 
 def configs(budgets, temperatures):
@@ -149,8 +137,8 @@ def main() -> None:
     names = [path.name for path in args.drafters]
     if len(set(names)) != len(names):
         ap.error(f"--drafters: folder names must differ, got {names}")
-    heldout = group_prompts(args.groups, "heldout", args.lossless_prompts)
-    prompts = group_prompts(args.groups, args.split, args.prompts)
+    heldout = prompts_by_group(args.groups, "heldout", args.lossless_prompts)
+    prompts = prompts_by_group(args.groups, args.split, args.prompts)
     empty = [group for group, found in prompts.items() if not found]
     if empty:
         ap.error(f"--split {args.split}: the prompts file has no such {' or '.join(empty)} prompts; leave the group "

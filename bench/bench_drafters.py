@@ -1,11 +1,12 @@
 """Drafter shapes side by side on the native engine: acceptance per unit of draft time, on held-out prompts.
 
-For each drafter folder (same target, loaded once) and each held-out group (code, chat: the first --prompts of
-ddtree.training.prompts' held-out split, kinds interleaved), times the DFlash chain and DDTree at --budgets, greedy
+For each drafter folder (same target, loaded once) and each group (code, chat: the first --prompts of
+ddtree.training.prompts' held-out split, kinds interleaved; `--split unseen`: of its prompts whose subject no training
+prompt shares), times the DFlash chain and DDTree at --budgets, greedy
 (T=0) and, for the first budget, sampled (T=1), with bench_e2e's timed_run (static cache, CUDA graphs on a GPU).
 Reports acceptance (tokens per target forward), draft_ms (the drafter's time a round), acceptance per draft ms,
 round_ms and tokens/s; the pick is the drafter with the highest DDTree acceptance per draft ms at the first budget
-and T=0, summed over both groups (what a drafter shape trades: tokens per target forward for draft time).
+and T=0, summed over the groups (what a drafter shape trades: tokens per target forward for draft time).
 Writes bench/results/drafters_<device>.{md,json}.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree.models import load_pair
-from ddtree.training.prompts import GROUPS, load_prompts
+from ddtree.training.prompts import GROUPS, SPLITS, prompts_by_group
 
 HERE = Path(__file__).resolve().parent
 VARIANT = (True, False, False)  # bench_e2e.timed_run's (fused, exact, overlap): fused, not exact, stepped rounds
@@ -53,15 +54,21 @@ def main() -> None:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--budgets", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--prompts", type=int, default=8, help="first N held-out prompts of each group")
+    ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=GROUPS)
+    ap.add_argument("--split", choices=SPLITS[1:], default="heldout",
+                    help="unseen: the held-out prompts whose subject no training prompt shares")
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args()
+    prompts = prompts_by_group(args.groups, args.split, args.prompts)
+    empty = [group for group, found in prompts.items() if not found]
+    if empty:
+        ap.error(f"--split {args.split}: the prompts file has no such {' or '.join(empty)} prompts")
     e2e = load_bench_e2e()
     cuda = args.device.startswith("cuda")
     base = load_pair(None, args.drafters[0], device=args.device)
-    prompts = {group: load_prompts(group=group)[1][:args.prompts] for group in GROUPS}
     configs = [("dflash", 0, 0.0)] + [("ddtree", b, 0.0) for b in args.budgets] + [("ddtree", args.budgets[0], 1.0)]
-    jobs = [(folder, group, config) for folder in args.drafters for group in GROUPS for config in configs]
+    jobs = [(folder, group, config) for folder in args.drafters for group in args.groups for config in configs]
     rows, pairs = [], {}
     for folder, group, (method, budget, temperature) in tqdm(jobs, desc="configurations"):
         if folder not in pairs:
@@ -76,13 +83,16 @@ def main() -> None:
     pick = max(score, key=score.get)
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(base.dtype),
-            "prompts": args.prompts, "max_new": args.max_new, "pick": pick}
+            "prompts": {group: len(found) for group, found in prompts.items()}, "split": args.split,
+            "max_new": args.max_new, "pick": pick}
     name = "drafters_" + args.device.split(":")[0]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     cols = list(rows[0])
-    md = [f"# Drafter shapes ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}; held-out prompts, "
-          f"{args.prompts} a group x {args.max_new} new tokens)", "", "| " + " | ".join(cols) + " |",
+    side = "held-out prompts" if args.split == "heldout" else "held-out prompts of subjects never trained on"
+    counts = ", ".join(f"{n} {group}" for group, n in meta["prompts"].items())
+    md = [f"# Drafter shapes ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}; {side}, {counts} x "
+          f"{args.max_new} new tokens)", "", "| " + " | ".join(cols) + " |",
           "|" + "---|" * len(cols)]
     md += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
     md += ["", f"Pick (highest DDTree-{args.budgets[0]} T=0 acceptance per draft ms, summed over the groups): "

@@ -39,7 +39,7 @@ def test_drafters_with_the_same_folder_name_are_refused(monkeypatch, capsys):
 
 
 def test_the_split_picks_a_side_of_the_committed_prompts_and_the_report_names_it():
-    train, heldout = (bench.group_prompts(["chat", "code"], split, 5) for split in ("train", "heldout"))
+    train, heldout = (bench.prompts_by_group(["chat", "code"], split, 5) for split in ("train", "heldout"))
     for group in ("chat", "code"):
         assert len(train[group]) == len(heldout[group]) == 5 and not set(train[group]) & set(heldout[group])
     assert train["chat"] != train["code"]
@@ -56,7 +56,7 @@ def test_the_unseen_side_holds_held_out_prompts_of_subjects_never_trained_on(mon
     from ddtree.training.prompts import PROMPTS_FILE, subject_of
     data = json.loads(PROMPTS_FILE.read_text())
     trained = {subject_of(p) for p in data["train"]}
-    unseen = bench.group_prompts(["chat", "code"], "unseen", 40)
+    unseen = bench.prompts_by_group(["chat", "code"], "unseen", 40)
     assert len(unseen["chat"]) == 40 and len(unseen["code"]) < 5
     held = {p["prompt"]: p for p in data["heldout"]}
     assert all(p in held and subject_of(held[p]) not in trained for p in unseen["chat"] + unseen["code"])
@@ -65,7 +65,7 @@ def test_the_unseen_side_holds_held_out_prompts_of_subjects_never_trained_on(mon
             "split": "unseen", "available": {"chat": 8, "code": 1}}
     text = bench.markdown([], meta, {})
     assert "the first 8 held-out prompts whose subject no training prompt shares (code: only 1 exist)" in text
-    monkeypatch.setattr(bench, "unseen_heldout", lambda group: [])
+    monkeypatch.setattr(bench, "prompts_by_group", lambda groups, split, count: {g: [] for g in groups})
     monkeypatch.setattr(sys, "argv", ["bench_acceptance.py", "--split", "unseen", "--groups", "code"])
     with pytest.raises(SystemExit):
         bench.main()

@@ -12,3 +12,28 @@ def test_a_configuration_is_measured_on_the_native_engine():
     row = bench.measure(bench.load_bench_e2e(), pair, ["def f(x):"], "ddtree", 4, 1.0, 3, False)
     assert 1 <= row["acceptance"] <= pair.drafter.config.block_size
     assert row["draft_ms"] > 0 and row["round_ms"] > row["draft_ms"] and row["tokens_per_s"] > 0
+
+
+def test_the_report_names_the_split_and_its_prompts_and_an_empty_group_is_refused(monkeypatch, tmp_path, capsys):
+    """--split unseen --groups chat: only chat is measured, on the held-out prompts of subjects never trained on, and
+    the report says so with the count; a group the split has no prompts for is refused before any model loads."""
+    import sys
+
+    import pytest
+    pair = tiny_random_pair(seed=0)
+    seen = []
+    monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pair)
+    monkeypatch.setattr(bench, "measure", lambda e2e, pair, prompts, method, *rest: seen.append(prompts) or
+                        {"acceptance": 2.0, "draft_ms": 0.5, "acceptance_per_draft_ms": 4.0, "round_ms": 1.0})
+    monkeypatch.setattr(sys, "argv", ["bench_drafters.py", "a", "--device", "cpu", "--groups", "chat", "--split",
+                                      "unseen", "--prompts", "3", "--budgets", "4", "--out", str(tmp_path)])
+    bench.main()
+    assert seen and all(prompts == bench.prompts_by_group(["chat"], "unseen", 3)["chat"] for prompts in seen)
+    text = (tmp_path / "drafters_cpu.md").read_text()
+    assert "held-out prompts of subjects never trained on, 3 chat x 128 new tokens" in text and "| code |" not in text
+    monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pytest.fail("a model was loaded"))
+    monkeypatch.setattr(bench, "prompts_by_group", lambda groups, split, count: {g: [] for g in groups})
+    monkeypatch.setattr(sys, "argv", ["bench_drafters.py", "a", "--device", "cpu", "--split", "unseen"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--split unseen: the prompts file has no such code or chat prompts" in capsys.readouterr().err

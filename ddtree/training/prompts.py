@@ -42,6 +42,7 @@ BUILTIN_TYPES = ("str", "bytes", "list", "dict", "set", "frozenset", "tuple", "i
 MAX_DOC_CHARS = 400
 CODE_KINDS = ("stdlib", "coding")  # every other kind is general chat
 GROUPS = ("code", "chat")
+SPLITS = ("train", "heldout", "unseen")  # the file's two sides, in load_prompts' order; then a part of the second
 # a templated prompt's source: "template:<template> x <subject>[ + <suffix>]" (here and in ddtree.training.chat.fill)
 TEMPLATED_SOURCE = re.compile(r"template:\S+ x (.+?)(?: \+ SUFFIXES\[.*)?")
 
@@ -293,6 +294,17 @@ def unseen_heldout(path=PROMPTS_FILE, group: str | None = None) -> list[str]:
     trained = {subject_of(p) for p in data["train"]}
     held = [p for p in data["heldout"] if subject_of(p) not in trained and group in (None, group_of(p["kind"]))]
     return [p["prompt"] for p in interleave_kinds(held)]
+
+
+def prompts_by_group(groups, split: str, count: int, path=PROMPTS_FILE) -> dict[str, list[str]]:
+    """The first `count` prompts of each group, kinds interleaved, from one part of the committed file: "heldout";
+    "train" (what a drafter was trained on: what it learnt, apart from how it generalises); or "unseen", the held-out
+    prompts whose subject no training prompt shares (unseen_heldout)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if split == "unseen":
+        return {group: unseen_heldout(path, group)[:count] for group in groups}
+    return {group: load_prompts(path, group)[SPLITS.index(split)][:count] for group in groups}
 
 
 def main() -> None:
