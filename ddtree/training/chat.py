@@ -1596,9 +1596,10 @@ def floor_tiles(r):
             f"{tile} cm are needed to cover it?")
 
 
-MATH_PROBLEMS = (shopping_total, change_owed, distance, travel_time, recipe_scaling, discount, percent_of_group, ages,
-                 room_area, sharing, clock_time, unit_price, saving_weeks, fuel_use, workers, score_average, wages,
-                 pizza_fraction, tank_volume, temperature,
+MATH_PROBLEMS = (
+    shopping_total, change_owed, distance, travel_time, recipe_scaling, discount, percent_of_group, ages, room_area,
+    sharing, clock_time, unit_price, saving_weeks, fuel_use, workers, score_average, wages, pizza_fraction,
+    tank_volume, temperature,
     # appended 2026-12-04 (DRAWS[1])
     fence_cost, simple_interest, mix_ratio, catch_up, days_between, price_rise, split_bill, average_speed, farm_legs,
     practice_hours, ribbon_pieces, triangle_area, bag_probability, floor_tiles,
