@@ -139,3 +139,20 @@ def test_new_prompts_are_split_by_subject_and_the_committed_sides_stay():
     split_subjects = {subject_of(later[i]) for i in by_prompt} & {subject_of(p) for i, p in enumerate(later)
                                                                    if i not in by_prompt}
     assert split_subjects
+
+
+def test_making_the_prompts_file_again_gives_the_committed_file(tmp_path):
+    """`python -m ddtree.training.prompts` (in a fresh process: the standard-library prompts read the docstrings of
+    the modules a process has imported) writes the committed file again byte for byte: every prompt of every draw is
+    there on its side, and nothing drifts (it once reordered the keys of kept entries on every run). Those prompts
+    also depend on the Python version, so only the file's own version can check."""
+    import subprocess
+    import sys
+
+    committed = json.loads(PROMPTS_FILE.read_text())
+    if sys.version.split()[0] != committed["meta"]["python"]:
+        pytest.skip(f"the file was made with Python {committed['meta']['python']}")
+    out = tmp_path / "prompts.json"
+    subprocess.run([sys.executable, "-m", "ddtree.training.prompts", "--out", str(out)], check=True,
+                   capture_output=True)
+    assert out.read_bytes() == PROMPTS_FILE.read_bytes()

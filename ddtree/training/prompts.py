@@ -263,7 +263,9 @@ def extend_split(committed: dict, prompts: list[dict], heldout_fraction: float, 
     known = {p["prompt"]: p for p in prompts}
     keep = {side: [known.get(p["prompt"], p) for p in committed[side]] for side in ("train", "heldout")}
     for side in keep:  # entries of an older file format gain a group and a source
-        keep[side] = [{"group": group_of(p["kind"]), "source": "earlier prompts file"} | p for p in keep[side]]
+        keep[side] = [p | {key: value for key, value in (("source", "earlier prompts file"),
+                                                          ("group", group_of(p["kind"]))) if key not in p}
+                      for p in keep[side]]
     if not fresh:
         return keep["train"], keep["heldout"]
     train, held = split_prompts(fresh, max(1, round(heldout_fraction * len(fresh))), seed)
