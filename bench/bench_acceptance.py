@@ -6,7 +6,8 @@ verification (T = 1). Several drafters (the shipped one by default; e.g. a new c
 by side on the same prompts; `--split train` measures training prompts instead (what the drafter learnt, beside how
 it generalises), `--split unseen` the held-out prompts whose subject no training prompt shares (material a drafter
 trained on the file never saw in any phrasing). Optionally runs ddtree.check_lossless on each group's first
-held-out prompts with the first drafter. Writes bench/results/acceptance.{md,json} and bench/results/acceptance_vs_budget.png.
+held-out prompts with the first drafter. Writes bench/results/acceptance.{md,json} and
+bench/results/acceptance_vs_budget.png.
 """
 from __future__ import annotations
 
@@ -138,11 +139,10 @@ def main() -> None:
     if len(set(names)) != len(names):
         ap.error(f"--drafters: folder names must differ, got {names}")
     heldout = prompts_by_group(args.groups, "heldout", args.lossless_prompts)
-    prompts = prompts_by_group(args.groups, args.split, args.prompts)
-    empty = [group for group, found in prompts.items() if not found]
-    if empty:
-        ap.error(f"--split {args.split}: the prompts file has no such {' or '.join(empty)} prompts; leave the group "
-                 "out with --groups")
+    try:
+        prompts = prompts_by_group(args.groups, args.split, args.prompts)
+    except ValueError as e:
+        ap.error(f"--split {args.split}: {e}; leave the group out with --groups")
     rows, lossless = [], {}
     target = None
     for name, folder in zip(names, args.drafters):

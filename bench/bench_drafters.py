@@ -2,8 +2,8 @@
 
 For each drafter folder (same target, loaded once) and each group (code, chat: the first --prompts of
 ddtree.training.prompts' held-out split, kinds interleaved; `--split unseen`: of its prompts whose subject no training
-prompt shares), times the DFlash chain and DDTree at --budgets, greedy
-(T=0) and, for the first budget, sampled (T=1), with bench_e2e's timed_run (static cache, CUDA graphs on a GPU).
+prompt shares), times the DFlash chain and DDTree at --budgets, greedy (T=0) and, for the first budget, sampled
+(T=1), with bench_e2e's timed_run (static cache, CUDA graphs on a GPU).
 Reports acceptance (tokens per target forward), draft_ms (the drafter's time a round), acceptance per draft ms,
 round_ms and tokens/s; the pick is the drafter with the highest DDTree acceptance per draft ms at the first budget
 and T=0, summed over the groups (what a drafter shape trades: tokens per target forward for draft time).
@@ -60,10 +60,10 @@ def main() -> None:
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args()
-    prompts = prompts_by_group(args.groups, args.split, args.prompts)
-    empty = [group for group, found in prompts.items() if not found]
-    if empty:
-        ap.error(f"--split {args.split}: the prompts file has no such {' or '.join(empty)} prompts")
+    try:
+        prompts = prompts_by_group(args.groups, args.split, args.prompts)
+    except ValueError as e:
+        ap.error(f"--split {args.split}: {e}")
     e2e = load_bench_e2e()
     cuda = args.device.startswith("cuda")
     base = load_pair(None, args.drafters[0], device=args.device)

@@ -65,7 +65,7 @@ def test_the_unseen_side_holds_held_out_prompts_of_subjects_never_trained_on(mon
             "split": "unseen", "available": {"chat": 8, "code": 1}}
     text = bench.markdown([], meta, {})
     assert "the first 8 held-out prompts whose subject no training prompt shares (code: only 1 exist)" in text
-    monkeypatch.setattr(bench, "prompts_by_group", lambda groups, split, count: {g: [] for g in groups})
+    monkeypatch.setattr("ddtree.training.prompts.unseen_heldout", lambda path, group: [])
     monkeypatch.setattr(sys, "argv", ["bench_acceptance.py", "--split", "unseen", "--groups", "code"])
     with pytest.raises(SystemExit):
         bench.main()

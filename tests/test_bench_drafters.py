@@ -32,7 +32,7 @@ def test_the_report_names_the_split_and_its_prompts_and_an_empty_group_is_refuse
     text = (tmp_path / "drafters_cpu.md").read_text()
     assert "held-out prompts of subjects never trained on, 3 chat x 128 new tokens" in text and "| code |" not in text
     monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pytest.fail("a model was loaded"))
-    monkeypatch.setattr(bench, "prompts_by_group", lambda groups, split, count: {g: [] for g in groups})
+    monkeypatch.setattr("ddtree.training.prompts.unseen_heldout", lambda path, group: [])
     monkeypatch.setattr(sys, "argv", ["bench_drafters.py", "a", "--device", "cpu", "--split", "unseen"])
     with pytest.raises(SystemExit):
         bench.main()

@@ -301,12 +301,17 @@ def unseen_heldout(path=PROMPTS_FILE, group: str | None = None) -> list[str]:
 def prompts_by_group(groups, split: str, count: int, path=PROMPTS_FILE) -> dict[str, list[str]]:
     """The first `count` prompts of each group, kinds interleaved, from one part of the committed file: "heldout";
     "train" (what a drafter was trained on: what it learnt, apart from how it generalises); or "unseen", the held-out
-    prompts whose subject no training prompt shares (unseen_heldout)."""
+    prompts whose subject no training prompt shares (unseen_heldout). A group with none there is refused."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     if split == "unseen":
-        return {group: unseen_heldout(path, group)[:count] for group in groups}
-    return {group: load_prompts(path, group)[SPLITS.index(split)][:count] for group in groups}
+        found = {group: unseen_heldout(path, group)[:count] for group in groups}
+    else:
+        found = {group: load_prompts(path, group)[SPLITS.index(split)][:count] for group in groups}
+    empty = [group for group, prompts in found.items() if not prompts]
+    if empty:
+        raise ValueError(f"the prompts file has no such {' or '.join(empty)} prompts")
+    return found
 
 
 def main() -> None:
