@@ -7,6 +7,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from ddtree.models import DFlashConfig, DFlashDrafter
+from tests.drafters import noisy_drafter
 
 WINDOW = 4
 CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -17,12 +18,7 @@ FEATURE_DIM = 2 * 32
 
 
 def random_drafter(seed=0):
-    torch.manual_seed(seed)
-    drafter = DFlashDrafter(DFlashConfig(**CONFIG))
-    with torch.no_grad():
-        for name, p in drafter.named_parameters():
-            p.copy_(1 + 0.2 * torch.randn_like(p) if name.endswith("norm.weight") else 0.3 * torch.randn_like(p))
-    return drafter.eval()
+    return noisy_drafter(CONFIG, seed)
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from ddtree import Session
-from ddtree.models import DFlashConfig, DFlashDrafter, load_default_pair
+from ddtree.models import load_default_pair
 from ddtree.training.forward import block_loss, block_visibility, sample_anchors, training_forward
+from tests.drafters import noisy_drafter
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
             intermediate_size=48, vocab_size=300, block_size=4, num_target_layers=3, mask_token_id=299,
@@ -24,12 +25,7 @@ PROMPTS = ["Write a Python function that checks whether a number is prime.", "Ex
 
 
 def tiny_drafter(seed=0):
-    torch.manual_seed(seed)
-    drafter = DFlashDrafter(DFlashConfig(**TINY))
-    with torch.no_grad():
-        for name, p in drafter.named_parameters():
-            p.copy_(1 + 0.2 * torch.randn_like(p) if name.endswith("norm.weight") else 0.3 * torch.randn_like(p))
-    return drafter.eval()
+    return noisy_drafter(TINY, seed)
 
 
 def test_training_forward_equals_inference_forward():
