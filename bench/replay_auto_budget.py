@@ -10,7 +10,11 @@ at a larger candidate m than its budget (auto's lookahead) also pays the tree st
   best per prompt  each prompt at its own best fixed budget (hindsight);
   oracle           every round at its own best budget (hindsight: an upper bound no rule reaches);
   auto             ddtree.budget.AutoBudget's rule as the engine runs it: round r chosen from rounds up to r - 2,
-                   each round telling the expectations up to the next larger candidate (its build, which it pays).
+                   each round telling the expectations up to the next larger candidate (its build, which it pays);
+  same round       the bound of any rule that reads the drafter's expectations: round r chosen from its own trees'
+                   expectations at every candidate (no lag, no larger build), calibrated as AutoBudget learns it;
+  same round, hindsight scale   the same with each candidate's calibration known in advance (accepted over
+                   expected, over all the set's rounds).
 The rounds follow the budget-256 run's path (an approximation: at another budget the context after a round is the
 same tokens, greedy, but the rounds fall elsewhere). Writes bench/results/replay_auto_<device>.{md,json}.
 """
@@ -25,7 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 import ddtree
-from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
+from ddtree.budget import MARGIN, AutoBudget, BudgetCosts, accepted_within, choose_budget, expected_accepts, lookahead
 from ddtree.models import load_default_pair
 from ddtree.settings import AUTO_BUDGETS
 from ddtree.training.prompts import load_prompts
@@ -60,6 +64,27 @@ def replay_auto(rounds, costs: BudgetCosts, overhead_s) -> list[tuple[int, int]]
         pending.append((told, within, overhead_s[costs.budgets.index(budget)], budget))
         chosen.append((budget, build))
     return chosen
+
+
+def replay_same_round(rounds, costs: BudgetCosts, overhead_s, scale=None) -> list[int]:
+    """The budget of each of `rounds` chosen from that round's own expectations at every candidate, with AutoBudget's
+    objective and hold, its calibration learnt from the rounds before (or `scale  # [K]`, given) and no larger build."""
+    auto, chosen, candidates = AutoBudget(costs), [], torch.tensor(costs.budgets)
+    for node_logws, within in rounds:
+        told = expected_accepts(node_logws[None], candidates)[0].tolist()
+        auto.budget = choose_budget(told, 1, costs, auto.overhead(), auto.scale if scale is None else scale,
+                                    auto.budget, MARGIN)
+        auto.observe(told, within, overhead_s[costs.budgets.index(auto.budget)], auto.budget)
+        chosen.append(auto.budget)
+    return chosen
+
+
+def hindsight_scale(runs, budgets) -> list[float]:
+    """[K] accepted over expected draft tokens per candidate, over every round of `runs`."""
+    candidates = torch.tensor(budgets)
+    expected = sum(expected_accepts(logws[None], candidates)[0] for run in runs for logws, _ in run)
+    accepted = [sum(within[k] for run in runs for _, within in run) for k in range(len(budgets))]
+    return [a / float(e) for a, e in zip(accepted, expected)]
 
 
 def score(rounds, chosen, seconds, tree_s) -> tuple[float, float]:
@@ -101,9 +126,15 @@ def main() -> None:
                 AUTO_BUDGETS.index(n)]) for x in r] for r in runs]
             tok, sec = map(sum, zip(*(score(r, o, seconds, tree_s) for r, o in zip(runs, oracle))))
             rate["oracle"] = tok / sec / 1e3
-            chosen = [replay_auto(r, costs, [o * 1e-3 for o in over]) for r in runs]
+            overhead_s = [o * 1e-3 for o in over]
+            chosen = [replay_auto(r, costs, overhead_s) for r in runs]
             tok, sec = map(sum, zip(*(score(r, c, seconds, tree_s) for r, c in zip(runs, chosen))))
             rate["auto"] = tok / sec / 1e3
+            scale = hindsight_scale(runs, AUTO_BUDGETS)
+            for name, given in (("same round", None), ("same round, hindsight scale", scale)):
+                tok, sec = map(sum, zip(*(score(r, replay_same_round(r, costs, overhead_s, given), seconds, tree_s)
+                                          for r in runs)))
+                rate[name] = tok / sec / 1e3
             fixed_best = max(v for k, v in rate.items() if k.startswith("fixed"))
             mean_budget = sum(b for c in chosen for b, _ in c) / sum(map(len, chosen))
             report["sets"].append({"kind": kind, "temperature": t, "rounds": sum(map(len, runs)),
@@ -111,9 +142,11 @@ def main() -> None:
             lines.append(f"| {kind} | {t:g} | {sum(map(len, runs))} | "
                          + " | ".join(f"{rate[f'fixed {n}']:.3f}" for n in AUTO_BUDGETS)
                          + f" | {rate['best per prompt']:.3f} | {rate['oracle']:.3f} | {rate['auto']:.3f} | "
-                         f"{mean_budget:.1f} | {rate['auto'] / fixed_best:.3f} |")
+                         f"{mean_budget:.1f} | {rate['auto'] / fixed_best:.3f} | "
+                         f"{rate['same round'] / fixed_best:.3f} | {rate['same round, hindsight scale'] / fixed_best:.3f} |")
     head = ("| set | T | rounds | " + " | ".join(f"fixed {n}" for n in AUTO_BUDGETS)
-            + " | best per prompt | oracle | auto | auto mean budget | auto / best fixed |")
+            + " | best per prompt | oracle | auto | auto mean budget | auto / best fixed | same round / best fixed"
+            " | same round, hindsight scale / best fixed |")
     md = [f"# budget=\"auto\" replayed on counterfactual rounds ({time.strftime('%Y-%m-%d')}, "
           f"{pair.device}, {args.prompts} held-out prompts a kind, {args.max_new_tokens} tokens)", "",
           "Tokens per ms under the H200 cost table (verify per candidate "

@@ -47,3 +47,21 @@ def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
     assert tokens == (1 + 1) + (3 + 1) and total == pytest.approx(1.0 + 6.0)
     tokens, total = bench.score(rounds[:2], [(8, 16), (256, 256)], seconds, tree)  # the first built one larger
     assert tokens == (1 + 1) + (3 + 1) and total == pytest.approx(1.0 + (0.2 - 0.1) + 6.0)
+
+
+def test_the_same_round_bound_follows_each_rounds_own_expectations():
+    """A confident round (every node likely) and an unconfident one (nothing past the first node), alternating, under
+    costs that grow with the budget: choosing from each round's own expectations takes the largest tree for the
+    confident rounds and the smallest for the others from the first round on, where the engine's rule (two rounds
+    behind) cannot. A calibration that makes every candidate above the smallest worthless keeps it at the smallest.
+    hindsight_scale is accepted over expected per candidate, over all rounds."""
+    confident = torch.tensor([0.0] + [math.log(0.99)] * 256, dtype=torch.float64)
+    unsure = torch.tensor([0.0, math.log(0.5)] + [math.log(1e-6)] * 255, dtype=torch.float64)
+    rounds = [(confident, [8, 15, 15, 15, 15, 15]), (unsure, [0, 0, 0, 0, 0, 0])] * 2
+    costs = BudgetCosts(AUTO_BUDGETS, tuple(1e-3 * (1 + n / 256) for n in AUTO_BUDGETS))
+    assert bench.replay_same_round(rounds, costs, [0.0] * 6, [1.0] * 6) == [256, 8, 256, 8]
+    assert [b for b, _ in bench.replay_auto(rounds, costs, [0.0] * 6)] != [256, 8, 256, 8]
+    assert bench.replay_same_round(rounds, costs, [0.0] * 6, [1.0] + [0.0] * 5) == [8] * 4
+    scale = bench.hindsight_scale([rounds[:2], rounds[2:]], AUTO_BUDGETS)
+    expected = [2 * (0.99 * n + 0.5 + 1e-6 * (n - 1)) for n in AUTO_BUDGETS]
+    assert scale == pytest.approx([2 * w / e for w, e in zip(rounds[0][1], expected)])
