@@ -11,8 +11,9 @@ at a larger candidate m than its budget (auto's lookahead) also pays the tree st
   oracle           every round at its own best budget (hindsight: an upper bound no rule reaches);
   auto             ddtree.budget.AutoBudget's rule as the engine runs it: round r chosen from rounds up to r - 2,
                    each round telling the expectations up to the next larger candidate (its build, which it pays);
-  same round       the bound of any rule that reads the drafter's expectations: round r chosen from its own trees'
-                   expectations at every candidate (no lag, no larger build), calibrated as AutoBudget learns it;
+  same round       a bound on auto's kind of rule (its objective on the drafter's expectations): round r chosen from
+                   its own trees' expectations at every candidate (no lag, no larger build), calibrated as AutoBudget
+                   learns it;
   same round, hindsight scale   the same with each candidate's calibration known in advance (accepted over
                    expected, over all the set's rounds).
 The rounds follow the budget-256 run's path (an approximation: at another budget the context after a round is the
