@@ -144,7 +144,8 @@ def main() -> None:
                          + " | ".join(f"{rate[f'fixed {n}']:.3f}" for n in AUTO_BUDGETS)
                          + f" | {rate['best per prompt']:.3f} | {rate['oracle']:.3f} | {rate['auto']:.3f} | "
                          f"{mean_budget:.1f} | {rate['auto'] / fixed_best:.3f} | "
-                         f"{rate['same round'] / fixed_best:.3f} | {rate['same round, hindsight scale'] / fixed_best:.3f} |")
+                         f"{rate['same round'] / fixed_best:.3f} | "
+                         f"{rate['same round, hindsight scale'] / fixed_best:.3f} |")
     head = ("| set | T | rounds | " + " | ".join(f"fixed {n}" for n in AUTO_BUDGETS)
             + " | best per prompt | oracle | auto | auto mean budget | auto / best fixed | same round / best fixed"
             " | same round, hindsight scale / best fixed |")
