@@ -127,9 +127,10 @@ def test_cuda_graph_replay_matches_eager_on_gpu(verify):
 @pytest.mark.gpu
 def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch):
     """A graphed session's first round warms up off the default stream, before its capture. It must still wait for
-    what that stream has queued: here its own coins, copied there behind a long sleep that stands for a GPU busy
-    with another process when the round is queued (a round that did not wait walked with the zeros the coins start
-    as, and kept other tokens)."""
+    what that stream has queued: here its own coins, handed over already on the device so that the round's copy of
+    them is queued on the default stream behind a long sleep, which stands for a GPU busy with another process (a
+    round that did not wait walked with the zeros the coins start as, and kept other tokens). Coins from the host
+    would be copied synchronously, draining the sleep before the warm-up is queued, and the test could not fail."""
     from ddtree.engine.device_round import DeviceRound
 
     pair = tiny_random_pair(3, device="cuda")
@@ -139,6 +140,7 @@ def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch
 
     def busy_launch(state, coins):
         if state.runs == 0:
+            coins = coins.to("cuda")  # now, so that launch's copy of them is queued behind the sleep
             torch.cuda._sleep(4_000_000_000)  # about two seconds of the default stream's time
         return launch(state, coins)
 

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from drafters import noisy_drafter
 
 from ddtree.models import DFlashConfig, DFlashDrafter
-from tests.drafters import noisy_drafter
 
 WINDOW = 4
 CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,

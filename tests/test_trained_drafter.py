@@ -6,11 +6,11 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from drafters import noisy_drafter
 
 from ddtree import Session
 from ddtree.models import load_default_pair
 from ddtree.training.forward import block_loss, block_visibility, sample_anchors, training_forward
-from tests.drafters import noisy_drafter
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
             intermediate_size=48, vocab_size=300, block_size=4, num_target_layers=3, mask_token_id=299,

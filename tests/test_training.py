@@ -4,13 +4,13 @@ import json
 import pytest
 import torch
 from safetensors import safe_open
+from test_trained_drafter import TINY, tiny_drafter
 
 from ddtree.models import DFlashDrafter
 from ddtree.models.pair import DEFAULT_DRAFTER_DIR
 from ddtree.training import train
 from ddtree.training.data import SequenceData
 from ddtree.training.forward import training_forward
-from tests.test_trained_drafter import TINY, tiny_drafter
 
 
 def test_grown_drafter_starts_as_its_source_and_its_new_layers_learn():
