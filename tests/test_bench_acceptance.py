@@ -43,6 +43,8 @@ def test_the_split_picks_a_side_of_the_committed_prompts_and_the_report_names_it
     for group in ("chat", "code"):
         assert len(train[group]) == len(heldout[group]) == 5 and not set(train[group]) & set(heldout[group])
     assert train["chat"] != train["code"]
+    # --lossless-prompts 0 (skip check_lossless) asks for none of groups that have some: not an empty group
+    assert bench.prompts_by_group(["chat", "code"], "heldout", 0) == {"chat": [], "code": []}
     meta = {"date": "d", "device": "cpu", "torch": "t", "prompts": 5, "max_new_tokens": 6, "drafters": {"a": "A"},
             "split": "train"}
     assert "the first 5 training prompts" in bench.markdown([], meta, {})

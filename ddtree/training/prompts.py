@@ -305,13 +305,13 @@ def prompts_by_group(groups, split: str, count: int, path=PROMPTS_FILE) -> dict[
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     if split == "unseen":
-        found = {group: unseen_heldout(path, group)[:count] for group in groups}
+        found = {group: unseen_heldout(path, group) for group in groups}
     else:
-        found = {group: load_prompts(path, group)[SPLITS.index(split)][:count] for group in groups}
+        found = {group: load_prompts(path, group)[SPLITS.index(split)] for group in groups}
     empty = [group for group, prompts in found.items() if not prompts]
     if empty:
         raise ValueError(f"the prompts file has no such {' or '.join(empty)} prompts")
-    return found
+    return {group: prompts[:count] for group, prompts in found.items()}
 
 
 def main() -> None:
