@@ -124,28 +124,60 @@ def test_cuda_graph_replay_matches_eager_on_gpu(verify):
     assert [g.acceptance_lengths for g in eager] == [g.acceptance_lengths for g in graphed]
 
 
+def _reads_what_the_default_stream_wrote(context) -> bool:
+    """Whether a kernel queued inside `context` reads a value the default stream writes behind about a second of
+    sleep. Nothing between the sleep and the read allocates or copies: both make CUDA serialise the streams."""
+    written, read = torch.zeros(1, device="cuda"), torch.zeros(1, device="cuda")
+    with context():  # every kernel and the stream pool exist before the sleep (a first launch loads its module,
+        torch.mul(written, 1.0, out=read)  # which waits for the whole device)
+    written.fill_(0.0)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)
+    written.fill_(1.0)
+    with context():
+        torch.mul(written, 1.0, out=read)
+    torch.cuda.synchronize()
+    return read.item() == 1.0
+
+
 @pytest.mark.gpu
 def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch):
-    """A graphed session's first round warms up off the default stream, before its capture. It must still wait for
-    what that stream has queued: here its own coins, handed over already on the device so that the round's copy of
-    them is queued on the default stream behind a long sleep, which stands for a GPU busy with another process (a
-    round that did not wait walked with the zeros the coins start as, and kept other tokens). Coins from the host
-    would be copied synchronously, draining the sleep before the warm-up is queued, and the test could not fail."""
-    from ddtree.engine.device_round import DeviceRound
+    """A graphed session's first round warms up off the default stream, before its capture, inside side_stream. That
+    must order the warm-up after what the default stream has queued (on a GPU busy with another process, a warm-up
+    that did not wait read token ids before they were written). The probe above sees the race: a side stream without
+    the wait reads the value before it is written. A whole session cannot show it: on the H200 a session behind the
+    same sleep passed without the wait too, its warm-up ordered by something else the round does on the way
+    (bench/results/warmup_stream_race_h200.md)."""
+    from contextlib import contextmanager
 
+    from ddtree.engine import device_round
+
+    @contextmanager
+    def without_the_wait():  # side_stream less its first wait: the negative control
+        side, default = torch.cuda.Stream(), torch.cuda.current_stream()
+        with torch.cuda.stream(side):
+            yield
+        default.wait_stream(side)
+
+    assert not _reads_what_the_default_stream_wrote(without_the_wait)
+    assert _reads_what_the_default_stream_wrote(device_round.side_stream)
+
+    entered = []  # per warm-up: whether it ran off the default stream
+
+    side_stream = device_round.side_stream
+
+    @contextmanager
+    def watched():
+        with side_stream():
+            entered.append(torch.cuda.current_stream() != torch.cuda.default_stream())
+            yield
+
+    monkeypatch.setattr(device_round, "side_stream", watched)
     pair = tiny_random_pair(3, device="cuda")
     options = dict(budget=10, verify="sampled", temperature=0.9, seed=4, record=False)
-    eager = Session(pair, PROMPTS, **options).run(8, stop_on_eos=False)  # also compiles every kernel
-    launch = DeviceRound.launch
-
-    def busy_launch(state, coins):
-        if state.runs == 0:
-            coins = coins.to("cuda")  # now, so that launch's copy of them is queued behind the sleep
-            torch.cuda._sleep(4_000_000_000)  # about two seconds of the default stream's time
-        return launch(state, coins)
-
-    monkeypatch.setattr(DeviceRound, "launch", busy_launch)
+    eager = Session(pair, PROMPTS, **options).run(8, stop_on_eos=False)
     graphed = Session(pair, PROMPTS, cuda_graphs=True, **options).run(8, stop_on_eos=False)
+    assert entered == [True]  # the warm-up, once, off the default stream; the captured rounds replay graphs
     assert [g.tokens for g in graphed] == [g.tokens for g in eager]
 
 
