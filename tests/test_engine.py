@@ -126,10 +126,10 @@ def test_cuda_graph_replay_matches_eager_on_gpu(verify):
 
 def _reads_what_the_default_stream_wrote(context) -> bool:
     """Whether a kernel queued inside `context` reads a value the default stream writes behind about a second of
-    sleep. Nothing between the sleep and the read allocates or copies: both make CUDA serialise the streams."""
+    sleep. The read runs once before the sleep, so that nothing between the sleep and it waits for the device."""
     written, read = torch.zeros(1, device="cuda"), torch.zeros(1, device="cuda")
-    with context():  # every kernel and the stream pool exist before the sleep (a first launch loads its module,
-        torch.mul(written, 1.0, out=read)  # which waits for the whole device)
+    with context():  # once before the sleep: a first launch, or the stream pool's creation, waits for the device
+        torch.mul(written, 1.0, out=read)
     written.fill_(0.0)
     torch.cuda.synchronize()
     torch.cuda._sleep(2_000_000_000)
@@ -145,9 +145,9 @@ def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch
     """A graphed session's first round warms up off the default stream, before its capture, inside side_stream. That
     must order the warm-up after what the default stream has queued (on a GPU busy with another process, a warm-up
     that did not wait read token ids before they were written). The probe above sees the race: a side stream without
-    the wait reads the value before it is written. A whole session cannot show it: on the H200 a session behind the
-    same sleep passed without the wait too, its warm-up ordered by something else the round does on the way
-    (bench/results/warmup_stream_race_h200.md)."""
+    the wait reads the value before it is written. A whole session cannot show it: its warm-up launches kernels for
+    the first time and takes the process's first pool stream, either of which waits for the device (measured on the
+    H200: bench/results/warmup_stream_race_h200.md)."""
     from contextlib import contextmanager
 
     from ddtree.engine import device_round
@@ -162,9 +162,7 @@ def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch
     assert not _reads_what_the_default_stream_wrote(without_the_wait)
     assert _reads_what_the_default_stream_wrote(device_round.side_stream)
 
-    entered = []  # per warm-up: whether it ran off the default stream
-
-    side_stream = device_round.side_stream
+    entered, side_stream = [], device_round.side_stream  # per warm-up: whether it ran off the default stream
 
     @contextmanager
     def watched():
