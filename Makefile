@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lab sysdeps sglang drafter-v1 drafter-v2 drafter-v3 constraints clean
+.PHONY: test demo bench lab sysdeps sglang drafter-v1 drafter-v2 drafter-v3 drafter-v4 constraints clean
 
 $(STAMP): pyproject.toml Makefile constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -47,9 +47,9 @@ bench: $(STAMP)
 	$(PY) bench/bench_tree_build.py
 	$(PY) bench/bench_pipeline.py
 
-# Earlier default drafters from git history into build/drafter-v1, -v2, -v3, SHA-256 checked
+# Earlier default drafters from git history into build/drafter-v1 to -v4, SHA-256 checked
 # (ddtree/training/history.py).
-drafter-v1 drafter-v2 drafter-v3: $(STAMP)
+drafter-v1 drafter-v2 drafter-v3 drafter-v4: $(STAMP)
 	$(PY) -m ddtree.training.history $(@:drafter-%=%) build/$@
 
 lab: $(STAMP)

@@ -1,11 +1,11 @@
-"""Earlier default drafters (v1, v2, v3), restored from this repository's git history.
+"""Earlier default drafters (v1 to v4), restored from this repository's git history.
 
 Their files are not shipped any more (the repository would carry every drafter); git keeps them. `restore(version,
 dest)` reads a version's files from its commit with `git show`, checks each against the SHA-256 recorded here, and
 only then writes them to `dest` (a drafter folder for `load_pair(None, dest)` / `DFlashDrafter.from_pretrained(dest)`).
 Needs a git checkout that holds the commit (a shallow clone: `git fetch --unshallow` first).
 
-    python -m ddtree.training.history v3 build/drafter-v3      # or: make drafter-v3 (drafter-v1, drafter-v2)
+    python -m ddtree.training.history v4 build/drafter-v4      # or: make drafter-v4 (drafter-v1 to -v3)
 """
 from __future__ import annotations
 
@@ -46,6 +46,13 @@ DRAFTERS = {
         "model-00001-of-00002.safetensors": "ea6976e3a5b2c96a2f5d4fd22efa185deeae39b4d8c8e5b224731efdd035712b",
         "model-00002-of-00002.safetensors": "0bfd21e90b65ff132982794dc54ea1a3b846d27b264962ec224c97f8010789b7",
         "MODEL_CARD.md": "6c4c9fce06ce11cece29e2dbe40cbb03882058c5277e718c24c8c45202702364",
+    }),
+    "v4": Snapshot("93e7b14408af52dbf31c2f34750265dec010ffd5", {  # the default until 2026-12-05
+        "config.json": "999e7e10d49fad9c515a963894e4eaa904b1bd3c21d6b147a5f75d48b4e80b04",
+        "model.safetensors.index.json": "0c5f7b1a0d224dcf0239ab1a99c8fe9f1a5482c3cc2a2921c693bce6a9aa25a0",
+        "model-00001-of-00002.safetensors": "8ec80377895932271ca1601024bd22dfab83ee5347d9b773205a1c14664dface",
+        "model-00002-of-00002.safetensors": "9cd33613ce50c41b396040bfed335998445ce86c28c92dbcba09beb8f3dd11be",
+        "MODEL_CARD.md": "b48d2efeb2731fb17fb58d2cfaf58dcfdd62e15434b8abf60862546b85fd2067",
     }),
 }
 
