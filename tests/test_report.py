@@ -105,7 +105,12 @@ def test_demo_prints_the_table_and_writes_the_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert path.is_file() and f"report: {path.resolve()}" in out
     assert "round   ctx nodes" in out and "mean acceptance length" in out
-    assert path.read_text().count("<details data-round=") == out.count("\n    ")  # one section per table row
+    text = path.read_text()
+    assert text.count("<details data-round=") == out.count("\n    ")  # one section per table row
+    # the committed text reads as the generation: the prefill's first token, then every round's span
+    shown = re.search(r"</details><div class='ddtree-text'>(.*?)</div></div>", text, re.S).group(1)
+    session_text = ddtree.Session(tiny_random_pair(0), "demo prompt", budget=6).run(10, stop_on_eos=False)[0].text
+    assert html.unescape(re.sub(r"<[^>]+>", "", shown)).startswith(session_text)
 
 
 def test_demo_synthetic_shows_the_padding_bug(capsys):

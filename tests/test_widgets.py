@@ -393,6 +393,13 @@ def test_path_view_underlines_acceptance_without_digits_in_the_text(records):
         assert span.group(1) == figures.accept_color(req.acceptance_length)
         assert f"acceptance length {req.acceptance_length}" in span.group(2)
     assert value.count("ddtree-current") == 1
+    # the first generated token came from the prefill forward (round 0's root): shown first, in no round's span
+    first = records[0].requests[0]
+    assert records[0].index == 0 and value.count("class='ddtree-prefill'") == 1
+    prefill = re.search(r"class='ddtree-prefill'[^>]*>([^<]*)</span>", value)
+    assert html.unescape(prefill.group(1)) == first.token_texts[int(first.tree.tokens[0])]
+    assert prefill.start() < value.index("data-round='0'")
+    assert "ddtree-prefill" not in figures.path_html(records[1:])  # round 0 not shown: its root is not either
     req = records[2].requests[0]
     if "".join(req.token_texts[t] for t in req.committed) == req.committed_text:
         assert all(f"data-key='n{i}'" in value for i in req.accepted[1:]) and "data-key='bonus'" in value

@@ -140,11 +140,12 @@ def draft_html(req: RequestRound) -> str:
 # ------------------------------------------------------------------------------------------------- path text
 def path_html(records: list[RoundRecord], *, prompt_text: str = "", request: int = 0,
               current: int | None = None, pending: bool = False) -> str:
-    """The committed text so far: the prompt folded (chat template and all) above, then each round's committed span
+    """The committed text so far: the prompt folded (chat template and all) above, then the token the prompt's
+    prefill forward committed (round 0's root, when round 0 is among the records) and each round's committed span,
     underlined in the colour of its acceptance length (hover for details). The `current` round is tinted and its
     tokens carry data-key 'n<node>' / 'bonus' for linked marks; `pending` leaves the current round's span out (not
     committed yet: the story's earlier stages)."""
-    parts = []
+    parts = [_prefill_html(records[0].requests[request])] if records and records[0].index == 0 else []
     for k, rec in enumerate(records):
         req = rec.requests[request]
         now = rec.index == current
@@ -161,6 +162,17 @@ def path_html(records: list[RoundRecord], *, prompt_text: str = "", request: int
     return (f"<div class='ddtree-path'><div class='ddtree-note'>underline = tokens that round's target forward "
             f"committed: {key}</div>{_prompt_html(prompt_text)}<div class='ddtree-text'>"
             + ("".join(parts) or "<i style='color:#999'>no round yet</i>") + "</div></div>")
+
+
+def _prefill_html(req: RequestRound) -> str:
+    """Round 0's root: the first generated token, committed by the prefill forward (one token, grey underline)."""
+    root = int(req.tree.tokens[0])
+    if root < 0:
+        return ""
+    text = req.token_texts.get(root, f"<{root}>")
+    tip = "the prompt's prefill forward committed this token (the root of round 0's tree)"
+    return (f"<span class='ddtree-prefill' data-round='prefill' style='border-bottom:3px solid {accept_color(1)}' "
+            f"title='{tip}'>{html.escape(text)}</span>")
 
 
 def _tokens_html(req: RequestRound) -> str:
