@@ -85,13 +85,15 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
     session = Session(pair, prompt, method=method, budget=budget, verify="greedy")
     gen = session.run(max_new_tokens)[0]
     wall = time.perf_counter() - t0
-    print(f"{method} (greedy walk, budget {budget}) on: {prompt!r}\n")
+    setting = f"budget {budget}" if method == "ddtree" else "one token a forward" if method == "ar" else \
+        f"a chain of {pair.block_size - 1} draft tokens"
+    print(f"{method} (greedy walk, {setting}) on: {prompt!r}\n")
     print(format_rounds(gen.records))
     print(f"\n{len(gen.tokens)} tokens in {len(gen.records)} target forwards: mean acceptance length "
           f"{gen.mean_acceptance_length:.2f}, {gen.tokens_per_second:.1f} tokens/s (prefill excluded; stopped: "
           f"{gen.stopped}; {wall:.1f} s in all)\n")
     print(gen.text)
-    path = write_html(gen.records, report, title=f"DDTree demo: {method}, budget {budget}",
+    path = write_html(gen.records, report, title=f"DDTree demo: {method}, {setting}",
                       prompt_text=pair.decode(session.tokens[0][:session.prompt_lens[0]]))
     print(f"\nreport: {path.resolve()}")
     return path

@@ -104,6 +104,7 @@ def test_demo_prints_the_table_and_writes_the_report(tmp_path, capsys):
     path = run_demo(tiny_random_pair(0), "demo prompt", budget=6, max_new_tokens=10, report=tmp_path / "d.html")
     out = capsys.readouterr().out
     assert path.is_file() and f"report: {path.resolve()}" in out
+    assert out.startswith("ddtree (greedy walk, budget 6) on: 'demo prompt'")
     assert "round   ctx nodes" in out and "mean acceptance length" in out
     text = path.read_text()
     assert text.count("<details data-round=") == out.count("\n    ")  # one section per table row
@@ -111,6 +112,12 @@ def test_demo_prints_the_table_and_writes_the_report(tmp_path, capsys):
     shown = re.search(r"</details><div class='ddtree-text'>(.*?)</div></div>", text, re.S).group(1)
     session_text = ddtree.Session(tiny_random_pair(0), "demo prompt", budget=6).run(10, stop_on_eos=False)[0].text
     assert html.unescape(re.sub(r"<[^>]+>", "", shown)).startswith(session_text)
+    pair = tiny_random_pair(0)
+    for method, setting in [("dflash", f"a chain of {pair.block_size - 1} draft tokens"),
+                            ("ar", "one token a forward")]:  # the budget applies to DDTree only
+        run_demo(pair, "demo prompt", method=method, max_new_tokens=2, report=tmp_path / "m.html")
+        assert capsys.readouterr().out.startswith(f"{method} (greedy walk, {setting}) on:")
+        assert f"<title>DDTree demo: {method}, {setting}</title>" in (tmp_path / "m.html").read_text()
 
 
 def test_demo_synthetic_shows_the_padding_bug(capsys):
