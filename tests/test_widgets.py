@@ -15,7 +15,7 @@ import ddtree
 from ddtree.record import KernelRead
 from ddtree.widgets import Explorer, LogWeightView, MaskView, PathView, TreeView
 from ddtree.widgets import figures, masks, treegraph
-from ddtree.widgets.nodes import ACCEPT_COLOR, node_infos
+from ddtree.widgets.nodes import ACCEPT_COLOR, node_infos, token_text
 from ddtree.widgets.views import DraftView
 
 TRACE = Path(__file__).parent / "data" / "trace_small.json"
@@ -424,6 +424,15 @@ def test_stage_captions_tell_the_round(records):
     assert f"at node {req.accepted[-1]}" in text["walk"] and "argmax" in text["walk"]
     assert f"{req.acceptance_length} tokens" in text["commit"]
     assert "draws from the target" in figures.stage_caption(records[5], "walk")
+    assert "budget</small>" in figures.stats_html(rec)
+    chain = records[4]  # a DFlash round: a chain, no heap and no budget
+    assert chain.method == "dflash" and "DFlash's chain" in figures.stage_caption(chain, "tree")
+    assert "heap" not in figures.stage_caption(chain, "tree") and "budget</small>" not in figures.stats_html(chain)
+    from ddtree.models import tiny_random_pair
+    ar = ddtree.Session(tiny_random_pair(0), "x", method="ar").step()
+    assert "autoregressive" in figures.stage_caption(ar, "tree") and "budget</small>" not in figures.stats_html(ar)
+    root_choice = repr(token_text(ar.requests[0], ar.requests[0].bonus_token))
+    assert f"argmax at the root: {html.escape(root_choice)}" in figures.stage_caption(ar, "walk")
     with pytest.raises(ValueError, match="stage"):
         figures.stage_caption(rec, "sample")
 

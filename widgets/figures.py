@@ -213,7 +213,8 @@ def stats_html(record: RoundRecord, *, request: int = 0, history: list[RoundReco
     over `history`, and ms per stage."""
     req = record.requests[request]
     rule = record.verify + (f" T={record.temperature:g}" if record.verify == "sampled" else "")
-    cells = [("round", record.index), ("method", record.method), ("verify", rule), ("budget", record.budget),
+    budget = [("budget", record.budget)] if record.method == "ddtree" else []  # the chain and AR have none
+    cells = [("round", record.index), ("method", record.method), ("verify", rule), *budget,
              ("context", req.context_len), ("tree nodes", req.n_nodes), ("rows", record.num_draft_tokens),
              ("accepted", len(req.accepted_tokens)), ("acceptance length", req.acceptance_length)]
     if len(record.requests) > 1:
@@ -247,13 +248,16 @@ def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:
                  "autoregressive: no draft; the tree is the root alone.",
         "tree": f"the best-first heap popped {nodes} nodes in decreasing path score (#i = pop order, colour = "
                 f"log-weight = sum of draft log-probs on the path); {len(req.tree.children(0))} at depth 1, "
-                f"deepest {deepest}.",
+                f"deepest {deepest}." if record.method == "ddtree" else
+                f"DFlash's chain: the drafter's best token at each of {nodes} depths, one path, no branches."
+                if record.method == "dflash" else "autoregressive: no tree; the root alone is verified.",
         "verify": f"one target forward over {rows} rows ({req.n_nodes} nodes"
                   + (f", {rows - req.n_nodes} padding" if rows > req.n_nodes else "")
                   + f") at positions {req.context_len}..{req.context_len + deepest}; each row sees the "
                   f"{req.context_len}-token prefix and exactly its ancestors (the mask).",
         "walk": f"the walk {how} at each node and moves to the child holding it: {path}; at node {req.accepted[-1]} "
-                f"the target chose {t(req.bonus_token)}, no child's token: stop.",
+                f"the target chose {t(req.bonus_token)}, no child's token: stop." if nodes else
+                f"the target {how.split(' ', 1)[1]} at the root: {t(req.bonus_token)}, the round's one token.",
         "commit": f"{len(req.accepted_tokens)} draft tokens + the bonus = {req.acceptance_length} tokens "
                   f"<q>{html.escape(visible_whitespace(req.committed_text))}</q> committed by one target forward; "
                   f"the context grows to {req.context_len + req.acceptance_length} and the bonus {t(req.bonus_token)} "
