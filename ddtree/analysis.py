@@ -197,7 +197,7 @@ class RoundCounterfactual:
     round: int  # RoundRecord.index
     request: int
     method: str  # "ddtree" | "dflash"
-    budget: int  # the round's own budget
+    budget: int  # the budget the request's tree was built under (RequestRound.budget)
     context_len: int
     real_acceptance: int  # acceptance length the round reached
     continuation: list[int]  # the target's tokens after the root (up to the draft depth)
@@ -255,8 +255,9 @@ def _round(rec: RoundRecord, req: RequestRound, b: int, stream: list[int], max_b
         if not (torch.equal(tree.tokens[1:shown], req.tree.tokens[1:shown]) and
                 torch.equal(tree.parents[:shown], req.tree.parents[:shown])):
             raise ValueError("replaying DDTree's heap from the record's draft ranks does not give the recorded tree")
-        # the recorded tree proves its pops; a tree smaller than its budget means no more paths have probability > 0
-        exact_budget = max(exact_budget, max_budget if n - 1 < rec.budget else min(n - 1, max_budget))
+        # the recorded tree proves its pops; a tree smaller than its own budget (a batch's requests may have their
+        # own) means no more paths have probability > 0
+        exact_budget = max(exact_budget, max_budget if n - 1 < req.budget else min(n - 1, max_budget))
     nodes = prefix_nodes(tree, continuation)
     acceptance = acceptance_by_budget(nodes, max_budget)
     truncated = len(continuation) < depth
@@ -268,7 +269,7 @@ def _round(rec: RoundRecord, req: RequestRound, b: int, stream: list[int], max_b
     chain = next((k for k, r in enumerate(token_ranks) if r != 0), len(token_ranks)) + 1
     accepted = req.acceptance_length - 1
     return RoundCounterfactual(
-        round=rec.index, request=b, method=rec.method, budget=rec.budget, context_len=req.context_len,
+        round=rec.index, request=b, method=rec.method, budget=req.budget, context_len=req.context_len,
         real_acceptance=req.acceptance_length, continuation=continuation, truncated=truncated, depth=depth,
         kept=[len(row) for row in ranks.tokens], ranks=token_ranks, needed=nodes, acceptance=acceptance,
         exact=exact, exact_budget=exact_budget, chain_acceptance=chain,
@@ -503,7 +504,7 @@ def format_table(cfs: list[RoundCounterfactual], budgets=None) -> str:
     real = set(curve.real_budgets)
     for b, mean, low, n_exact in zip(curve.budgets, curve.mean, curve.lower, curve.exact_rounds):
         bound = "" if n_exact == curve.rounds else f"{low:12.2f}"
-        mark = "  <- the run's budget" if b in real else ""
+        mark = ("  <- the run's budget" if len(real) == 1 else "  <- a run's budget") if b in real else ""
         lines.append(f"{b:7d} {mean:11.2f} {f'{n_exact}/{curve.rounds}':>13} {bound:>12}{mark}")
     lines.append(f"real: {curve.real:.2f}; DFlash chain on the same drafts: {curve.chain:.2f}")
     mins = [cf.min_budget for cf in cfs if cf.min_budget is not None]

@@ -42,6 +42,8 @@ class RequestRound:
     bonus_token: int
     committed_text: str  # decoded accepted_tokens + [bonus_token]
     token_texts: dict[int, str] = field(default_factory=dict)  # decoded text of every token id in this record
+    budget: int | None = None  # the node budget this request's tree was built under (a batch's requests may differ:
+    # RoundRecord.budget is their largest); None is the round's budget (RoundRecord fills it in; older traces)
 
     @property
     def committed(self) -> list[int]:
@@ -91,6 +93,11 @@ class RoundRecord:
     times: dict[str, float]  # seconds per stage: draft, tree, pack, verify, walk, commit (device-synchronised)
     requests: list[RequestRound]
     kernel: KernelRead | None = None  # native engine: what the attention kernel read (not saved in traces)
+
+    def __post_init__(self):
+        for req in self.requests:
+            if req.budget is None:
+                req.budget = self.budget
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernel"}
@@ -199,11 +206,11 @@ def _check(value, kind, where: str):
         raise ValueError(f"{where} must be a string, got {type(value).__name__}")
 
 
-def _expect_keys(d, schema_keys: set, where: str) -> None:
+def _expect_keys(d, schema_keys: set, where: str, optional: set = frozenset()) -> None:
     if not isinstance(d, dict):
         raise ValueError(f"{where} must be an object")
-    if set(d) != schema_keys:
-        missing, extra = sorted(schema_keys - set(d)), sorted(set(d) - schema_keys)
+    if not schema_keys <= set(d) <= schema_keys | optional:
+        missing, extra = sorted(schema_keys - set(d)), sorted(set(d) - schema_keys - optional)
         raise ValueError(f"{where} keys differ from the schema (missing {missing}, unexpected {extra})")
 
 
@@ -234,7 +241,7 @@ def _table(tokens: list[list[int]], values: list[list[float]], rows: int | None,
 
 
 def _request_from_dict(d: dict, where: str, vocab: int, rows: int) -> RequestRound:
-    _expect_keys(d, set(_REQUEST_SCHEMA) | {"tree", "token_texts"}, where)
+    _expect_keys(d, set(_REQUEST_SCHEMA) | {"tree", "token_texts"}, where, optional={"budget"})
     for key, kind in _REQUEST_SCHEMA.items():
         _check(d[key], kind, f"{where}.{key}")
     texts = d["token_texts"]
@@ -297,8 +304,12 @@ def _request_from_dict(d: dict, where: str, vocab: int, rows: int) -> RequestRou
     if d["bonus_token"] in {tokens[c] for c in tree.children(accepted[-1])}:
         raise ValueError(f"{where}.bonus_token is a child's token of the last accepted node: the walk would have "
                          "moved there")
+    budget = d.get("budget")  # traces before per-request budgets were recorded have none: the round's
+    if budget is not None:
+        _check(budget, _INT, f"{where}.budget")
+        _in_range([budget], 0, MAX_BUDGET, f"{where}.budget")
     fields_ = {k: d[k] for k in _REQUEST_SCHEMA}
-    return RequestRound(tree=tree, token_texts={int(k): v for k, v in texts.items()}, **fields_)
+    return RequestRound(tree=tree, token_texts={int(k): v for k, v in texts.items()}, budget=budget, **fields_)
 
 
 def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
@@ -326,10 +337,14 @@ def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
     check_cells(sum(d["num_draft_tokens"] * (r.context_len + d["num_draft_tokens"]) for r in requests),
                 "the round's verify batch mask")
     for b, r in enumerate(requests):
+        budget = d["budget"] if r.budget is None else r.budget
+        if budget > d["budget"]:
+            raise ValueError(f"requests[{b}].budget must be at most the round's budget {d['budget']} (the largest of "
+                             f"its requests'), got {budget}")
         method_ok = {"ar": r.n_nodes == 1 and not r.draft_top_tokens,
                      "dflash": r.tree.parents.tolist() == list(range(-1, r.n_nodes - 1)),
-                     "ddtree": r.n_nodes - 1 <= d["budget"]}[d["method"]]
+                     "ddtree": r.n_nodes - 1 <= budget}[d["method"]]
         if not method_ok:
             raise ValueError(f"requests[{b}]: the tree does not fit method {d['method']!r} (ar: the root alone and no "
-                             "draft rows; dflash: a chain; ddtree: at most budget nodes below the root)")
+                             "draft rows; dflash: a chain; ddtree: at most its budget's nodes below the root)")
     return RoundRecord(requests=requests, times=dict(times), **{k: d[k] for k in _ROUND_SCHEMA})

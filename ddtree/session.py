@@ -17,6 +17,7 @@ same tokens and records on both backends.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import NamedTuple
 
@@ -183,10 +184,11 @@ class Session:
         for b, committed in enumerate(outcome.committed):
             self.tokens[b] += committed
             self.acceptance_lengths[b].append(len(committed))
+        budgets = s.budgets(self.batch_size) if outcome.budget is None else [outcome.budget] * self.batch_size
         record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify, temperature=s.temperature,
-                             top_p=s.top_p, budget=s.max_budget if outcome.budget is None else outcome.budget,
-                             num_draft_tokens=outcome.rows, times=outcome.times,
-                             requests=outcome.requests, kernel=outcome.kernel)
+                             top_p=s.top_p, budget=max(budgets), num_draft_tokens=outcome.rows, times=outcome.times,
+                             requests=[dataclasses.replace(r, budget=n) for r, n in zip(outcome.requests, budgets)],
+                             kernel=outcome.kernel)
         self.records.append(record)
         return record
 

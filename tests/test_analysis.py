@@ -233,7 +233,7 @@ def test_command_line_prints_the_per_budget_table(records, capsys):
     for b, cells in rows.items():
         assert float(cells[1]) == pytest.approx(curve.mean[b - 1], abs=0.005)
         assert cells[2] == f"{curve.exact_rounds[b - 1]}/{curve.rounds}"
-    assert out.count("<- the run's budget") == 2
+    assert out.count("<- a run's budget") == 2
 
 
 def test_command_line_errors(records, tmp_path, capsys):
@@ -349,6 +349,17 @@ def test_batch_records_are_analysed_per_request_tiny_pair(tiny):
         assert cf.at(64) == records[cf.round].requests[cf.request].acceptance_length
         assert cf.continuation[0] == records[cf.round].requests[cf.request].committed[0]
     assert [cf.request for cf in counterfactuals(records, request=1)] == [1] * 4
+
+
+def test_a_batch_request_is_exact_only_to_its_own_budget_tiny_pair(tiny):
+    prompts = ["hello there", "a tree\n walk"]
+    batch = ddtree.Session(tiny, prompts, budget=[2, 64], backend="native", record_top_k=4)
+    records = decode(batch, 16)
+    assert [req.budget for req in records[0].requests] == [2, 64] and records[0].budget == 64
+    cf = counterfactuals(records, request=0)[0]  # its 3-node tree proves 2 pops, not that the drafter had no more
+    assert cf.budget == 2 and cf.exact_budget < 64
+    check_against_reruns(ddtree.Session(tiny, prompts[0], budget=2, record_top_k=4), cf,
+                         range(1, cf.exact_budget + 1))
 
 
 def test_few_kept_ranks_stay_exact_up_to_the_exact_budget_tiny_pair(tiny):

@@ -78,7 +78,11 @@ MUTATIONS = [
     ("meta.vocab_size", lambda d: d["meta"].__setitem__("vocab_size", True)),
     ("does not fit method 'ar'", lambda d: d["records"][0].__setitem__("method", "ar")),
     ("does not fit method 'dflash'", lambda d: d["records"][0].__setitem__("method", "dflash")),
-    ("at most budget nodes", lambda d: d["records"][3].__setitem__("budget", 20)),
+    ("at most its budget's nodes", lambda d: d["records"][3].__setitem__("budget", 20)),
+    ("at most its budget's nodes", lambda d: req(d, 3).__setitem__("budget", 20)),
+    ("at most the round's budget 40", lambda d: req(d, 3).__setitem__("budget", 41)),
+    ("budget must be an int, got '40'", lambda d: req(d, 3).__setitem__("budget", "40")),
+    ("budget must hold values in", lambda d: req(d, 3).__setitem__("budget", -1)),
 ]
 
 
@@ -175,6 +179,17 @@ def test_sessions_save_traces_that_load(tmp_path, options):
     assert [r.to_dict() for r in records] == json.loads(json.dumps([r.to_dict() for r in s.records]))
 
 
+def test_each_request_keeps_its_own_budget_and_older_traces_take_the_rounds(tmp_path):
+    pair = tiny_random_pair(0)
+    s = Session(pair, ["round trip", "another"], budget=[3, 7])
+    s.step()
+    save_trace(s.records, tmp_path / "t.json")
+    records, _ = load_trace(tmp_path / "t.json")
+    assert [r.budget for r in records[0].requests] == [3, 7] and records[0].budget == 7
+    assert all("budget" not in r for rec in DOC["records"] for r in rec["requests"])  # saved before they existed
+    assert [rec.requests[0].budget for rec in load_trace(TRACE)[0]] == [rec["budget"] for rec in DOC["records"]]
+
+
 # ------------------------------------------------------------------------------------------------ property
 def valid(records, vocab: int) -> None:
     """What a caller of load_trace may rely on, checked independently of the loader's code."""
@@ -187,6 +202,7 @@ def valid(records, vocab: int) -> None:
             assert all(0 <= parents[i] < i for i in range(1, n)) and parents[0] == -1
             assert all(0 <= t < vocab for t in tokens + r.accepted_tokens + [r.bonus_token])
             assert len(r.input_ids) == rec.num_draft_tokens >= n and r.context_len >= 0
+            assert 0 <= r.budget <= rec.budget and (rec.method != "ddtree" or n - 1 <= r.budget)
             assert r.accepted[0] == 0 and all(parents[b] == a for a, b in zip(r.accepted, r.accepted[1:]))
             assert r.accepted_tokens == [tokens[a] for a in r.accepted[1:]]
             assert all(0 <= p <= 1 + 1e-6 for row in r.target_top_probs for p in row)

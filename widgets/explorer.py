@@ -364,18 +364,18 @@ class Explorer(widgets.VBox):
         common, node_a, node_b, text = divergence(a.requests[b], other.requests[b])
         self.tree.mark_divergence(node_a if a.requests[b].committed != other.requests[b].committed else None)
         self.twin_tree.mark_divergence(node_b if a.requests[b].committed != other.requests[b].committed else None)
-        self.compare_note.value = (f"<div style='font-size:12px'><b>A</b> {html.escape(self._rule(a))} vs <b>B</b> "
-                                   f"{html.escape(self._rule(other))}: {text} (pink dashed outline).</div>")
+        self.compare_note.value = (f"<div style='font-size:12px'><b>A</b> {html.escape(self._rule(a, b))} vs <b>B</b> "
+                                   f"{html.escape(self._rule(other, b))}: {text} (pink dashed outline).</div>")
 
     @staticmethod
-    def _rule(rec: RoundRecord) -> str:
+    def _rule(rec: RoundRecord, b: int) -> str:
         rule = rec.verify + (f" T={rec.temperature:g}" if rec.verify == "sampled" else "")
-        return f"{rule}, budget {rec.budget}"
+        return f"{rule}, budget {rec.requests[b].budget}"
 
     def _label(self, rec: RoundRecord, side: str) -> str:
-        req = rec.requests[self.request.value]
-        return (f"<b style='background:#fde0ef;padding:0 4px'>{side} · {html.escape(self._rule(rec))}</b> acceptance "
-                f"length {req.acceptance_length} · ")
+        b = self.request.value
+        return (f"<b style='background:#fde0ef;padding:0 4px'>{side} · {html.escape(self._rule(rec, b))}</b> "
+                f"acceptance length {rec.requests[b].acceptance_length} · ")
 
 
 def prompt_ids(session) -> list[list[int]]:

@@ -213,7 +213,7 @@ def stats_html(record: RoundRecord, *, request: int = 0, history: list[RoundReco
     over `history`, and ms per stage."""
     req = record.requests[request]
     rule = record.verify + (f" T={record.temperature:g}" if record.verify == "sampled" else "")
-    budget = [("budget", record.budget)] if record.method == "ddtree" else []  # the chain and AR have none
+    budget = [("budget", req.budget)] if record.method == "ddtree" else []  # the chain and AR have none
     cells = [("round", record.index), ("method", record.method), ("verify", rule), *budget,
              ("context", req.context_len), ("tree nodes", req.n_nodes), ("rows", record.num_draft_tokens),
              ("accepted", len(req.accepted_tokens)), ("acceptance length", req.acceptance_length)]
