@@ -579,6 +579,30 @@ def test_explorer_is_busy_while_a_round_runs(pair):
     assert not ex.step_button.disabled and "failed" in ex.status.value  # controls come back after a crash
 
 
+def test_explorer_leaves_the_sessions_own_budget_until_the_budget_control_moves(pair):
+    ex = Explorer(ddtree.Session(pair, ["a", "bb"], budget=[2, 6]))
+    assert ex.budget.value == 6
+    ex.verify.value = "sampled"  # another setting: each request keeps its own budget
+    assert ex.session.settings.verify == "sampled" and ex.session.settings.budget == (2, 6)
+    rec = ex.step()
+    assert [r.budget for r in rec.requests] == [2, 6]
+    assert "<small>budget</small> <b>2</b>" in ex.stats.value  # request 0's own
+    ex.reset()
+    assert ex.session.settings.budget == (2, 6)
+    ex.budget.value = 8  # the control moved: one budget for every request
+    assert ex.session.settings.budget == 8
+    ex.reset()
+    assert ex.session.settings.budget == 8
+    costs = ddtree.BudgetCosts((8, 16, 32, 64, 128, 256), (1.0, 1.1, 1.2, 1.3, 1.4, 1.5))
+    ex = Explorer(ddtree.Session(pair, "a", budget="auto", budget_costs=costs))
+    ex.method.value = "dflash"  # the chain has no budget: "auto" is dropped, not an error
+    assert ex.session.settings.method == "dflash" and "color:#e41a1c" not in ex.status.value
+    ex.verify.value = "sampled"
+    assert ex.session.settings.verify == "sampled" and ex.session.settings.method == "dflash"
+    ex.method.value = "ddtree"  # back to DDTree: the control still says "auto"
+    assert ex.session.settings.budget == "auto" and ex.step().method == "ddtree"
+
+
 @needs_dot  # the graphviz pane's stages, marks and hover links
 def test_explorer_shows_every_request_of_a_batch(pair):
     session = ddtree.Session(pair, ["a", "bb", "ccc"], budget=8)

@@ -215,7 +215,8 @@ class Explorer(widgets.VBox):
             raise ValueError("this Explorer shows a loaded trace; reset needs a live Session")
         from ddtree.session import Session
         prompts = self.prompts if len(self.prompts) > 1 else self.prompts[0]
-        self.session = Session(self.session.pair, prompts, seed=self.seed, **self._settings())
+        self.session = Session(self.session.pair, prompts, seed=self.seed,
+                               **{"budget": self.session.settings.budget, **self._settings()})
         self.records, self.twins, self.twin = [], {}, None
         self.round.max, self.round.value = 0, 0
         for w in (self.stats, self.caption):
@@ -317,8 +318,13 @@ class Explorer(widgets.VBox):
                 self.round.value = nxt
 
     def _settings(self) -> dict:
-        return dict(method=self.method.value, verify=self.verify.value, temperature=self.temperature.value,
-                    budget=self.budget.value)
+        """The controls' settings as fork overrides. The budget is DDTree's alone: it is left to the session (which
+        drops "auto" for the chain and AR, Session.fork) unless DDTree runs next and the budget control moved off the
+        session's own (a batch's per-request budgets show their largest)."""
+        out = dict(method=self.method.value, verify=self.verify.value, temperature=self.temperature.value)
+        if self.method.value == "ddtree" and self.budget.value != _budget(self.session.settings):
+            out["budget"] = self.budget.value
+        return out
 
     def _settings_changed(self) -> None:
         if self.session is None:
