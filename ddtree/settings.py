@@ -19,6 +19,11 @@ AUTO = "auto"  # budget="auto": each round's budget chosen among AUTO_BUDGETS (d
 AUTO_BUDGETS = (8, 16, 32, 64, 128, 256)
 
 
+def budget_order(budget) -> tuple:
+    """A sort key for budgets: the ints in order, then "auto"."""
+    return (1, 0) if budget == AUTO else (0, budget)
+
+
 class ContextFull(ValueError):
     """The next round would pass the target's context (or the engine's cache)."""
 

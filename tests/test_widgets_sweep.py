@@ -47,6 +47,36 @@ def test_summarize_and_best_budget(rows):
         best_budget(rows, by="colour")
 
 
+def test_auto_runs_beside_the_fixed_budgets_on_one_cost_table(pair, monkeypatch):
+    import ddtree.sweep
+    seen = []
+    real = ddtree.sweep.Session
+
+    def session(*args, **kwargs):
+        seen.append(kwargs.get("budget_costs"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ddtree.sweep, "Session", session)
+    rows = sweep(pair, ["one", "two"], [8, "auto"], max_new_tokens=6, progress=False)
+    auto = [r for r in rows if r["budget"] == "auto"]
+    assert len(auto) == 2 and all(8 <= r["mean_budget"] <= 256 and r["tokens"] == 6 for r in auto)
+    assert "mean_budget" not in rows[0]
+    costs = [c for c in seen if c is not None]  # the warm-up measured the table; both auto runs reuse it
+    assert seen[0] is None and len(costs) == 2 and costs[0] is costs[1]
+    summary = summarize(rows)
+    assert [r["budget"] for r in summary] == [0, 8, "auto"]  # ints in order, then auto
+    assert best_budget(rows) in (8, "auto")
+    fig = sweep_figure(summary, best={0.0: "auto"})
+    level = [t for t in fig.data if t.name == "ddtree auto T=0"]
+    assert [list(t.x) for t in level if t.mode == "lines"] == [[8, 8], [8, 8]]  # across the fixed budgets
+    diamonds = [t for t in level if t.mode == "markers"]
+    assert len(diamonds) == 2 and diamonds[0].x[0] == pytest.approx(summary[2]["mean_budget"])
+    assert any(t.name == "best budget (ddtree auto T=0)" for t in fig.data)
+    assert "mean budget" in SweepView(rows).table.value
+    with pytest.raises(ValueError, match="'auto' with method 'ddtree'"):
+        sweep(pair, "p", ["auto"], method="dflash")
+
+
 def test_sweep_rejects_bad_arguments(pair):
     with pytest.raises(ValueError, match="budgets"):
         sweep(pair, "p", [0])

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ddtree.record import RequestRound, RoundRecord
+from ddtree.settings import AUTO, budget_order
 from ddtree.text import shorten, visible_whitespace
 from ddtree.widgets.nodes import (_VIRIDIS, ACCEPT_COLOR, HOVER_COLOR, VIRIDIS_SCALE, describe, escape,
                                   node_infos, token_text)
@@ -304,37 +305,47 @@ def median_rows(rows: list[dict]) -> list[dict]:
             row[key] = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
             row[f"{key}_lo"], row[f"{key}_hi"] = values[0], values[-1]
         out.append(row)
-    return sorted(out, key=lambda r: (r["method"], r["temperature"], r["budget"]))
+    return sorted(out, key=lambda r: (r["method"], r["temperature"], budget_order(r["budget"])))
 
 
 def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height: int = 380,
                  best: dict[float, int] | None = None) -> go.Figure:
     """Acceptance length and tokens/s versus budget, one line per (method, temperature), from ddtree.sweep.summarize
-    (or median_rows) rows; autoregressive rows (method 'ar') are drawn as dotted horizontal baselines. Rows with
-    '<key>_lo' / '<key>_hi' get error bars (the spread over repeats); `best` (temperature -> budget) is starred."""
+    (or median_rows) rows; autoregressive rows (method 'ar') are drawn as dotted horizontal baselines, budget "auto"
+    rows as a dashed level with a diamond at the mean budget its rounds chose. Rows with '<key>_lo' / '<key>_hi' get
+    error bars (the spread over repeats); `best` (temperature -> budget) is starred."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("acceptance length (tokens per target forward)",
                                                         "tokens per second"))
-    budgets = sorted({r["budget"] for r in rows if r["method"] != "ar"})
-    groups = sorted({(r["method"], r["temperature"]) for r in rows})
-    for g, (method, temperature) in enumerate(groups):
-        pts = sorted((r for r in rows if (r["method"], r["temperature"]) == (method, temperature)),
-                     key=lambda r: r["budget"])
-        name = f"{method} T={temperature:g}"
+    budgets = sorted({r["budget"] for r in rows if r["method"] != "ar" and r["budget"] != AUTO})
+    groups = sorted({(r["method"], r["temperature"], r["budget"] == AUTO) for r in rows})
+    for g, (method, temperature, auto) in enumerate(groups):
+        pts = sorted((r for r in rows if (r["method"], r["temperature"], r["budget"] == AUTO) ==
+                      (method, temperature, auto)), key=lambda r: budget_order(r["budget"]))
+        name = f"{method} {'auto ' if auto else ''}T={temperature:g}"
         color = f"hsl({(g * 67) % 360},60%,45%)"
-        line = dict(color=color, dash="dot") if method == "ar" else dict(color=color)
-        xs = [min(budgets), max(budgets)] if method == "ar" and budgets else [r["budget"] for r in pts]
+        level = method == "ar" or auto  # one value, drawn across the fixed budgets
+        line = dict(color=color, dash="dot" if method == "ar" else "dash" if auto else None)
+        span = [min(budgets), max(budgets)] if budgets else [pts[0].get("mean_budget", 1)] * 2
+        xs = span if level else [r["budget"] for r in pts]
         for col, key in ((1, "acceptance_length"), (2, "tokens_per_second")):
-            ys = [pts[0][key]] * len(xs) if method == "ar" else [r[key] for r in pts]
+            ys = [pts[0][key]] * len(xs) if level else [r[key] for r in pts]
             bars = None
             if method != "ar" and all(f"{key}_lo" in r for r in pts):
                 bars = dict(type="data", symmetric=False, array=[r[f"{key}_hi"] - r[key] for r in pts],
                             arrayminus=[r[key] - r[f"{key}_lo"] for r in pts], color=color, thickness=1.2)
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines" if method == "ar" else "lines+markers", name=name,
-                                     line=line, legendgroup=name, showlegend=col == 1, error_y=bars), row=1, col=col)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines" if level else "lines+markers", name=name, line=line,
+                                     legendgroup=name, showlegend=col == 1, error_y=None if auto else bars),
+                          row=1, col=col)
+            if auto:
+                fig.add_trace(go.Scatter(x=[pts[0]["mean_budget"]], y=ys[:1], mode="markers", error_y=bars,
+                                         marker=dict(symbol="diamond", size=10, color=color), name=name,
+                                         hovertext=[f"auto: mean budget {pts[0]['mean_budget']:.1f}"],
+                                         legendgroup=name, showlegend=False), row=1, col=col)
         pick = (best or {}).get(temperature)
         top = [r for r in pts if r["budget"] == pick and method != "ar"]
         if top:
-            fig.add_trace(go.Scatter(x=[pick], y=[top[0]["tokens_per_second"]], mode="markers+text",
+            x = top[0]["mean_budget"] if auto else pick
+            fig.add_trace(go.Scatter(x=[x], y=[top[0]["tokens_per_second"]], mode="markers+text",
                                      marker=dict(symbol="star", size=16, color=color, line=dict(color="#000", width=1)),
                                      text=[f"best: {pick}"], textposition="top center", name=f"best budget ({name})",
                                      legendgroup=name, showlegend=False), row=1, col=2)

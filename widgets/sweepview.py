@@ -38,7 +38,8 @@ class SweepView(widgets.VBox):
         self.slot.show(sweep_figure(summary, title=self.title))
         best = {t: best_budget(rows, temperature=t) for t in sorted({r["temperature"] for r in summary
                                                                       if r["method"] != "ar"})}
-        cols = ["method", "temperature", "budget", "acceptance_length", "tokens_per_second"] + \
+        cols = ["method", "temperature", "budget"] + (["mean_budget"] if any("mean_budget" in r for r in summary)
+                                                     else []) + ["acceptance_length", "tokens_per_second"] + \
             (["speedup"] if any("speedup" in r for r in summary) else [])
         head = "".join(f"<th style='padding:0 8px'>{c.replace('_', ' ')}</th>" for c in cols)
         body = []
