@@ -43,16 +43,16 @@ def sweep(pair: ModelPair, prompts, budgets, *, temperatures=(0.0,), method: str
     runs += [(i, method, b, t) for i in range(len(prompts)) for b in budgets for t in temperatures]
     # one untimed round first: the first forward of a process pays one-time costs (and "auto" measures its table)
     auto = AUTO in budgets
-    warm = Session(pair, prompts[0], method=method, budget=AUTO if auto else budgets[0], chat=chat,
-                   backend=backend, **({"budget_costs": budget_costs} if auto and budget_costs else {}))
+    warm = Session(pair, prompts[0], method=method, budget=AUTO if auto else budgets[0], chat=chat, backend=backend,
+                   budget_costs=budget_costs if auto else None)
     warm.step()
-    costs = warm.budget_costs if auto else None
+    costs = warm.budget_costs
     rows = []
     for i, run_method, budget, temperature in tqdm(runs, desc="sweep", disable=not progress):
         session = Session(pair, prompts[i], method=run_method, budget=max(budget, 1) if budget != AUTO else AUTO,
                           chat=chat, seed=seed, verify="sampled" if temperature > 0 else "greedy",
                           temperature=temperature or 1.0, backend=backend,
-                          **({"budget_costs": costs} if budget == AUTO else {}))
+                          budget_costs=costs if budget == AUTO else None)
         gen = session.run(max_new_tokens, stop_on_eos=False)[0]
         rounds = max(len(gen.records), 1)
         row = {"prompt": i, "method": run_method, "budget": budget, "temperature": temperature,
