@@ -18,10 +18,11 @@ outside the verify forward: a least-squares line in the budget once rounds of tw
 
 The choice never makes the device wait. Round r's budget is chosen before round r is queued, from E of round r - 2's
 trees: the engine queues round r behind round r - 1, so r - 2 is the latest round surely read back (a session that
-steps uses the same lag, so stepping and running choose alike). The first two rounds run at the middle candidate
-(start_budget). A round at budget n builds its trees at the next larger candidate (lookahead), verifies their first
-n nodes and tells E for the candidates up to that build (NaN above): a round's budget is at most one candidate above
-that of the round two before (a steady climb: one candidate every two rounds), and can fall to any candidate.
+steps uses the same lag, so stepping and running choose alike). The first two rounds run at the cheapest candidate
+(start_budget: with no expectation known, the objective at E = 0 is largest where a round costs least). A round
+at budget n builds its trees at the next larger candidate (lookahead), verifies their first n nodes and tells E for
+the candidates up to that build (NaN above): a round's budget is at most one candidate above that of the round two
+before (a steady climb: one candidate every two rounds), and can fall to any candidate.
 
 scale[n] calibrates the draft model's expectation against the target, per candidate: (decayed sum of accepted draft
 tokens + PRIOR) / (decayed sum of E[n] + PRIOR), starting at 1. A round at budget m also says exactly what every
@@ -92,9 +93,12 @@ def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor, built: int
     return expected if built is None else expected.masked_fill(budgets > built, math.nan)
 
 
-def start_budget(budgets: tuple[int, ...]) -> int:
-    """The budget of the rounds before any expectation is known: the middle candidate (the lower of two)."""
-    return budgets[(len(budgets) - 1) // 2]
+def start_budget(costs: BudgetCosts) -> int:
+    """The budget of the rounds before any expectation is known: the objective with E = 0 (no draft token counted
+    on), i.e. the candidate whose verify forward costs least (the smaller of equals); the rule climbs from there as
+    the rounds tell it more (bench/results/auto_start_budget_cpu.md: the start measured against the middle
+    candidate)."""
+    return costs.budgets[min(range(len(costs.budgets)), key=lambda k: (costs.seconds[k], k))]
 
 
 def lookahead(budgets: tuple[int, ...], budget: int) -> int:
@@ -184,7 +188,7 @@ class AutoBudget:
         """The next round's budget, from the latest observed round's expectations (start_budget before any); the
         budget chosen last is kept unless another candidate promises MARGIN more."""
         if self.latest is None:
-            self.budget = start_budget(self.costs.budgets)
+            self.budget = start_budget(self.costs)
         else:
             self.budget = choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale,
                                         self.budget, MARGIN)

@@ -27,8 +27,8 @@ def test_recorded_rounds_grow_with_the_budget():
 
 def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
     """Rounds whose expectation and acceptance grow with the budget: under flat costs the replay starts at the
-    middle candidate and climbs one candidate every two rounds from the third (a round may go one candidate above
-    the round two before it, whose expectations it knows);
+    cheapest candidate (the smallest of equals) and climbs one candidate every two rounds from the third (a round
+    may go one candidate above the round two before it, whose expectations it knows);
     under steep costs it falls to the smallest. Each round builds one candidate above its budget. The score adds
     accepted + 1 tokens and each budget's seconds, plus the tree stage's difference where a round builds larger."""
     node_logws = torch.tensor([0.0] + [math.log(0.9) * (1 + i / 64) for i in range(256)], dtype=torch.float64)
@@ -38,7 +38,7 @@ def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
     flat = BudgetCosts(AUTO_BUDGETS, (1e-3,) * 6)
     chosen = bench.replay_auto(rounds, flat, [0.0] * 6)
     budgets = [b for b, _ in chosen]
-    assert budgets[:2] == [start_budget(AUTO_BUDGETS)] * 2 and budgets[2:] == [64, 64, 128, 128, 256, 256]
+    assert budgets[:2] == [start_budget(flat)] * 2 == [8, 8] and budgets[2:] == [16, 16, 32, 32, 64, 64]
     assert [m for _, m in chosen] == [lookahead(AUTO_BUDGETS, b) for b in budgets]
     steep = BudgetCosts(AUTO_BUDGETS, tuple(1e-3 * 10 ** k for k in range(6)))
     assert [b for b, _ in bench.replay_auto(rounds, steep, [0.0] * 6)[2:]] == [8] * 6

@@ -196,7 +196,7 @@ def test_auto_sessions_choose_alike_on_both_backends(confident_pair, verify):
         assert all(req.tree.n_nodes <= rec.budget + 1 for req in rec.requests)
     assert native.budget_costs == ref.budget_costs == costs
     budgets = [r.budget for r in native.records]  # chosen from the round two before, one candidate past its budget
-    assert budgets[:2] == [start_budget(SMALL)] * 2
+    assert budgets[:2] == [start_budget(costs)] * 2
     assert all(b <= lookahead(SMALL, before) for b, before in zip(budgets[2:], budgets))
     if verify == "greedy":
         assert got == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(16, stop_on_eos=False)]
@@ -204,14 +204,18 @@ def test_auto_sessions_choose_alike_on_both_backends(confident_pair, verify):
 
 def test_auto_follows_the_costs(pair, monkeypatch):
     """Flat costs: the largest candidate once the first round has told its expectation; costs growing faster than
-    any tree's expectation: the smallest. The first two rounds run at the middle candidate. (Without the margin:
-    the random drafter's larger trees promise only a little more.)"""
+    any tree's expectation: the smallest. The first two rounds run at the cheapest candidate (the smallest of
+    equals), then a round may climb one candidate above the round two before. (Without the margin: the random
+    drafter's larger trees promise only a little more.)"""
     monkeypatch.setattr(auto_budget, "MARGIN", 0.0)
     flat = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
     steep = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1e3, 1e6)),
                     backend="native")
-    assert [flat.step().budget for _ in range(5)] == [4, 4, 8, 8, 8]
-    assert [steep.step().budget for _ in range(5)] == [4, 4, 2, 2, 2]
+    assert [flat.step().budget for _ in range(5)] == [2, 2, 4, 4, 8]
+    assert [steep.step().budget for _ in range(5)] == [2, 2, 2, 2, 2]
+    cheap_middle = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (2.0, 1.0, 3.0)),
+                           backend="native")
+    assert [cheap_middle.step().budget for _ in range(2)] == [4, 4]  # the cheapest, not the smallest
 
 
 def test_the_budget_changes_only_for_a_margin():
@@ -258,8 +262,9 @@ def test_the_choice_knows_the_candidates_up_to_the_build():
     assert got[:2].tolist() == pytest.approx([1.7, 3.0]) and math.isnan(got[2])
     costs = BudgetCosts(SMALL, (1.0, 1.0, 1.0), overhead=0.0)
     assert choose_budget(got.tolist(), 1, costs, 0.0) == 4  # 8 would be better, but is not known
-    assert [lookahead(SMALL, b) for b in SMALL] == [4, 8, 8] and start_budget(SMALL) == 4
-    assert start_budget((8, 16, 32, 64, 128, 256)) == 32 and start_budget((8,)) == 8
+    assert [lookahead(SMALL, b) for b in SMALL] == [4, 8, 8]
+    assert start_budget(BudgetCosts(SMALL, (1.0, 1.0, 1.0))) == 2 and start_budget(BudgetCosts((8,), (1.0,))) == 8
+    assert start_budget(BudgetCosts(SMALL, (3.0, 1.0, 2.0))) == 4  # the cheapest verify forward, wherever it is
 
 
 def test_measured_cost_tables(pair):
@@ -290,7 +295,7 @@ def test_auto_fork_and_bad_input(pair, monkeypatch):
     chain = s.fork(method="dflash")  # an inherited "auto" does not apply to the chain
     assert chain.settings.method == "dflash" and chain.step().method == "dflash"
     s.step()
-    assert s.fork().step().budget == 8 and s.step().budget == 8
+    assert s.fork().step().budget == 4 and s.step().budget == 4  # both climb from the start (2), as one
     with pytest.raises(ValueError, match="needs method='ddtree'"):
         s.fork(method="ar", budget="auto")
     with pytest.raises(ValueError, match="needs method='ddtree'"):
