@@ -579,6 +579,11 @@ def test_explorer_is_busy_while_a_round_runs(pair):
     assert not ex.step_button.disabled and "failed" in ex.status.value  # controls come back after a crash
 
 
+def test_explorer_refuses_a_session_that_keeps_no_records(pair):
+    with pytest.raises(ValueError, match="record=False"):
+        Explorer(ddtree.Session(pair, "a", record=False))
+
+
 def test_explorer_leaves_the_sessions_own_budget_until_the_budget_control_moves(pair):
     ex = Explorer(ddtree.Session(pair, ["a", "bb"], budget=[2, 6]))
     assert ex.budget.value == 6

@@ -60,6 +60,9 @@ class Explorer(widgets.VBox):
         self.pinned, self._linking, self._running, self._last_step = None, False, False, 0.0
         self.play_interval_s = play_interval_ms / 1e3
         if _is_session(session_or_trace):
+            if not getattr(session_or_trace, "record", True):
+                raise ValueError("session_or_trace: the Explorer draws the rounds' records, and this session keeps "
+                                 "none (record=False); make it with record=True, the default")
             self.session = session_or_trace
             self.records = list(self.session.records)
             self.prompts = prompt_ids(self.session)
