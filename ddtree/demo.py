@@ -75,25 +75,37 @@ def synthetic_demo(budget: int = 12, depth: int = 5) -> None:
               f" -> wrong mask cells per request {per_request}")
 
 
-def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int = 32, max_new_tokens: int = 64,
-             report=REPORT) -> Path:
-    """Decode `prompt` with `pair`, print the per-round table and a summary, write the HTML report; returns its path."""
+def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int | str = 32, max_new_tokens: int = 64,
+             report=REPORT, temperature: float = 0.0, seed: int = 0) -> Path:
+    """Decode `prompt` with `pair` (the greedy walk at temperature 0, else the exact sampled walk), print the
+    per-round table and a summary, write the HTML report; returns its path."""
     from ddtree.report import write_html
     from ddtree.session import Session
 
+    costs = None
+    if budget == "auto":  # the verify cost per candidate budget, timed before the run so that it is not in its time
+        warm = Session(pair, prompt, budget="auto")
+        warm.step()
+        costs = warm.budget_costs
+        print("verify ms per candidate budget:", ", ".join(f"{n}: {1e3 * t:.1f}" for n, t in zip(costs.budgets,
+                                                                                              costs.seconds)))
     t0 = time.perf_counter()
-    session = Session(pair, prompt, method=method, budget=budget, verify="greedy")
+    session = Session(pair, prompt, method=method, budget=budget, verify="sampled" if temperature else "greedy",
+                      temperature=temperature or 1.0, seed=seed, budget_costs=costs)
     gen = session.run(max_new_tokens)[0]
     wall = time.perf_counter() - t0
+    walk = f"sampled walk, T={temperature:g}, seed {seed}" if temperature else "greedy walk"
     setting = f"budget {budget}" if method == "ddtree" else "one token a forward" if method == "ar" else \
         f"a chain of {pair.block_size - 1} draft tokens"
-    print(f"{method} (greedy walk, {setting}) on: {prompt!r}\n")
+    print(f"{method} ({walk}, {setting}) on: {prompt!r}\n")
     print(format_rounds(gen.records))
+    chosen = f", budgets chosen: mean {sum(r.budget for r in gen.records) / len(gen.records):.1f}" \
+        if budget == "auto" and gen.records else ""
     print(f"\n{len(gen.tokens)} tokens in {len(gen.records)} target forwards: mean acceptance length "
-          f"{gen.mean_acceptance_length:.2f}, {gen.tokens_per_second:.1f} tokens/s (prefill excluded; stopped: "
-          f"{gen.stopped}; {wall:.1f} s in all)\n")
+          f"{gen.mean_acceptance_length:.2f}{chosen}, {gen.tokens_per_second:.1f} tokens/s (prefill excluded; "
+          f"stopped: {gen.stopped}; {wall:.1f} s in all)\n")
     print(gen.text)
-    path = write_html(gen.records, report, title=f"DDTree demo: {method}, {setting}",
+    path = write_html(gen.records, report, title=f"DDTree demo: {method}, {walk}, {setting}",
                       prompt_text=pair.decode(session.tokens[0][:session.prompt_lens[0]]))
     print(f"\nreport: {path.resolve()}")
     return path
@@ -111,8 +123,11 @@ def main(argv=None) -> None:
     parser = OneLineParser(prog="python -m ddtree.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--method", choices=("ddtree", "dflash", "ar"), default="ddtree")
-    parser.add_argument("--budget", type=int, default=32,
-                        help=f"draft tree nodes per round, 1..{MAX_BUDGET} (default 32)")
+    parser.add_argument("--budget", type=budget_option, default=32,
+                        help=f"draft tree nodes per round, 1..{MAX_BUDGET}, or auto: each round's own (default 32)")
+    parser.add_argument("--temperature", type=float, default=0.0,
+                        help="0: the greedy walk (default); > 0: the exact sampled walk at this temperature")
+    parser.add_argument("--seed", type=int, default=0, help="the sampled walk's seed (default 0)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--report", default=REPORT, help=f"HTML report path (default ./{REPORT})")
     parser.add_argument("--synthetic", action="store_true", help="one round on a synthetic example, no model")
@@ -127,20 +142,36 @@ def main(argv=None) -> None:
     from ddtree.models import load_default_pair
     try:
         pair = load_default_pair()
-        run_demo(pair, args.prompt, method=args.method, budget=args.budget,
-                 max_new_tokens=args.max_new_tokens, report=args.report)
+        run_demo(pair, args.prompt, method=args.method, budget=args.budget, max_new_tokens=args.max_new_tokens,
+                 report=args.report, temperature=args.temperature, seed=args.seed)
     except FileNotFoundError as e:
         raise SystemExit(f"{parser.prog}: error: {e} (--synthetic runs without a model)") from None
     except (ValueError, OSError) as e:
         raise SystemExit(f"{parser.prog}: error: {e}") from None
 
 
+def budget_option(text: str) -> int | str:
+    """--budget's value: an int, or "auto" (its range is checked with the other options)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an int in [1, {MAX_BUDGET}] or auto, got {text!r}") from None
+
+
 def check_options(args) -> None:
     """ValueError naming the first bad option of a parsed command line (the report path must be writable now)."""
     if not args.prompt.strip():
         raise ValueError("--prompt must be a non-empty text")
-    if not 1 <= args.budget <= MAX_BUDGET:
-        raise ValueError(f"--budget must be in [1, {MAX_BUDGET}], got {args.budget}")
+    if args.budget != "auto" and not 1 <= args.budget <= MAX_BUDGET:
+        raise ValueError(f"--budget must be in [1, {MAX_BUDGET}] or auto, got {args.budget}")
+    if args.budget == "auto" and args.method != "ddtree":
+        raise ValueError(f"--budget auto chooses DDTree tree sizes: it needs --method ddtree, got {args.method}")
+    if not 0 <= args.temperature < float("inf"):
+        raise ValueError(f"--temperature must be a finite number >= 0, got {args.temperature}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if args.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     check_writable(args.report)

@@ -21,7 +21,12 @@ def no_model(monkeypatch):
 BAD = [
     (["--budget", "-3"], "--budget must be in"),
     (["--budget", str(10**9)], "--budget must be in"),
-    (["--budget", "abc"], "argument --budget: invalid int value"),
+    (["--budget", "abc"], "argument --budget: an int in [1, 4096] or auto, got 'abc'"),
+    (["--budget", "auto", "--method", "dflash"], "--budget auto chooses DDTree tree sizes"),
+    (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
+    (["--temperature", "nan"], "--temperature must be a finite number >= 0"),
+    (["--temperature", "hot"], "argument --temperature: invalid float value"),
+    (["--seed", "-2"], "--seed must be >= 0"),
     (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
     (["--prompt", "  "], "--prompt must be a non-empty"),
     (["--method", "beam"], "argument --method: invalid choice"),
