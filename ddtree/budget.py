@@ -18,7 +18,7 @@ outside the verify forward: a least-squares line in the budget once rounds of tw
 
 The choice never makes the device wait. Round r's budget is chosen before round r is queued, from E of round r - 2's
 trees: the engine queues round r behind round r - 1, so r - 2 is the latest round surely read back (a session that
-steps uses the same lag, so stepping and running choose alike). The first two rounds run at the cheapest candidate
+steps uses the same lag, so stepping and running choose alike). The first two rounds run at the smallest candidate
 (start_budget: with no expectation known, the objective at E = 0 is largest where a round costs least). A round
 at budget n builds its trees at the next larger candidate (lookahead), verifies their first n nodes and tells E for
 the candidates up to that build (NaN above): a round's budget is at most one candidate above that of the round two
@@ -95,10 +95,10 @@ def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor, built: int
 
 def start_budget(costs: BudgetCosts) -> int:
     """The budget of the rounds before any expectation is known: the objective with E = 0 (no draft token counted
-    on), i.e. the candidate whose verify forward costs least (the smaller of equals); the rule climbs from there as
-    the rounds tell it more (bench/results/auto_start_budget_cpu.md: the start measured against the middle
-    candidate)."""
-    return costs.budgets[min(range(len(costs.budgets)), key=lambda k: (costs.seconds[k], k))]
+    on) takes the cheapest round, and a verify forward of more rows never costs less than one of fewer (a measured
+    table that says otherwise, where it is flat, shows noise): the smallest candidate. The rule climbs from there as
+    the rounds tell it more (bench/results/auto_start_budget_cpu.md: this start against the middle candidate)."""
+    return costs.budgets[0]
 
 
 def lookahead(budgets: tuple[int, ...], budget: int) -> int:

@@ -27,7 +27,7 @@ def test_recorded_rounds_grow_with_the_budget():
 
 def test_the_replay_chooses_as_the_engine_rule_and_scores_the_rounds():
     """Rounds whose expectation and acceptance grow with the budget: under flat costs the replay starts at the
-    cheapest candidate (the smallest of equals) and climbs one candidate every two rounds from the third (a round
+    smallest candidate and climbs one candidate every two rounds from the third (a round
     may go one candidate above the round two before it, whose expectations it knows);
     under steep costs it falls to the smallest. Each round builds one candidate above its budget. The score adds
     accepted + 1 tokens and each budget's seconds, plus the tree stage's difference where a round builds larger."""

@@ -204,8 +204,8 @@ def test_auto_sessions_choose_alike_on_both_backends(confident_pair, verify):
 
 def test_auto_follows_the_costs(pair, monkeypatch):
     """Flat costs: the largest candidate once the first round has told its expectation; costs growing faster than
-    any tree's expectation: the smallest. The first two rounds run at the cheapest candidate (the smallest of
-    equals), then a round may climb one candidate above the round two before. (Without the margin: the random
+    any tree's expectation: the smallest. The first two rounds run at the smallest candidate, then a round may climb
+    one candidate above the round two before. (Without the margin: the random
     drafter's larger trees promise only a little more.)"""
     monkeypatch.setattr(auto_budget, "MARGIN", 0.0)
     flat = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 1.0, 1.0)), backend="native")
@@ -213,9 +213,9 @@ def test_auto_follows_the_costs(pair, monkeypatch):
                     backend="native")
     assert [flat.step().budget for _ in range(5)] == [2, 2, 4, 4, 8]
     assert [steep.step().budget for _ in range(5)] == [2, 2, 2, 2, 2]
-    cheap_middle = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (2.0, 1.0, 3.0)),
-                           backend="native")
-    assert [cheap_middle.step().budget for _ in range(2)] == [4, 4]  # the cheapest, not the smallest
+    noisy = Session(pair, PROMPTS, budget="auto", budget_costs=BudgetCosts(SMALL, (1.0, 0.9, 1.0)),
+                    backend="native")
+    assert [noisy.step().budget for _ in range(2)] == [2, 2]  # the smallest, whatever noise says of flat costs
 
 
 def test_the_budget_changes_only_for_a_margin():
@@ -264,7 +264,7 @@ def test_the_choice_knows_the_candidates_up_to_the_build():
     assert choose_budget(got.tolist(), 1, costs, 0.0) == 4  # 8 would be better, but is not known
     assert [lookahead(SMALL, b) for b in SMALL] == [4, 8, 8]
     assert start_budget(BudgetCosts(SMALL, (1.0, 1.0, 1.0))) == 2 and start_budget(BudgetCosts((8,), (1.0,))) == 8
-    assert start_budget(BudgetCosts(SMALL, (3.0, 1.0, 2.0))) == 4  # the cheapest verify forward, wherever it is
+    assert start_budget(BudgetCosts(SMALL, (1.0, 0.9, 1.1))) == 2  # more rows never cost less: that is noise
 
 
 def test_measured_cost_tables(pair):
