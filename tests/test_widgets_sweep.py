@@ -73,6 +73,8 @@ def test_auto_runs_beside_the_fixed_budgets_on_one_cost_table(pair, monkeypatch)
     assert len(diamonds) == 2 and diamonds[0].x[0] == pytest.approx(summary[2]["mean_budget"])
     assert any(t.name == "best budget (ddtree auto T=0)" for t in fig.data)
     assert "mean budget" in SweepView(rows).table.value
+    only_auto = sweep_figure([r for r in summary if r["budget"] != 8])  # the baseline spans auto's mean budget
+    assert list(next(t for t in only_auto.data if t.name == "ar T=0").x) == [summary[2]["mean_budget"]] * 2
     with pytest.raises(ValueError, match="'auto' with method 'ddtree'"):
         sweep(pair, "p", ["auto"], method="dflash")
 

@@ -317,6 +317,8 @@ def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height:
     fig = make_subplots(rows=1, cols=2, subplot_titles=("acceptance length (tokens per target forward)",
                                                         "tokens per second"))
     budgets = sorted({r["budget"] for r in rows if r["method"] != "ar" and r["budget"] != AUTO})
+    chosen = [r["mean_budget"] for r in rows if r["budget"] == AUTO]  # where only auto ran, its levels span these
+    span = [min(budgets), max(budgets)] if budgets else [min(chosen), max(chosen)] if chosen else [1, 1]
     groups = sorted({(r["method"], r["temperature"], r["budget"] == AUTO) for r in rows})
     for g, (method, temperature, auto) in enumerate(groups):
         pts = sorted((r for r in rows if (r["method"], r["temperature"], r["budget"] == AUTO) ==
@@ -325,7 +327,6 @@ def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height:
         color = f"hsl({(g * 67) % 360},60%,45%)"
         level = method == "ar" or auto  # one value, drawn across the fixed budgets
         line = dict(color=color, dash="dot" if method == "ar" else "dash" if auto else None)
-        span = [min(budgets), max(budgets)] if budgets else [pts[0].get("mean_budget", 1)] * 2
         xs = span if level else [r["budget"] for r in pts]
         for col, key in ((1, "acceptance_length"), (2, "tokens_per_second")):
             ys = [pts[0][key]] * len(xs) if level else [r[key] for r in pts]
