@@ -95,6 +95,16 @@ def test_bad_target_and_missing_drafter():
         pair.encode(123)
 
 
+def test_a_missing_drafter_folder_is_refused_before_the_target_loads(tmp_path, monkeypatch):
+    def no_target(*args, **kwargs):
+        raise AssertionError("the target was loaded before the drafter path was checked")
+
+    monkeypatch.setattr(pair_module, "load_target", no_target)
+    for bad in (tmp_path / "missing", tmp_path):  # no folder; a folder without config.json
+        with pytest.raises(ValueError, match="drafter must be a drafter folder holding config.json"):
+            load_pair(None, bad)
+
+
 def test_load_default_pair_says_the_drafter_has_not_shipped(tmp_path, monkeypatch):
     monkeypatch.setattr(pair_module, "DEFAULT_DRAFTER_DIR", tmp_path / "smollm2-dflash")
     with pytest.raises(FileNotFoundError, match="drafter for SmolLM2 has not shipped yet"):

@@ -145,6 +145,9 @@ def test_bad_arguments():
         cache.compact(1, [0])
     with pytest.raises(ValueError, match="name_or_path"):
         load_target(42)
+    for path in ("/no/such/model", "./no-such-model", "~/no/such", "a/b/c"):  # paths, not hub names: nothing online
+        with pytest.raises(ValueError, match="there is no model folder at"):
+            load_target(path)
 
 
 @pytest.mark.slow

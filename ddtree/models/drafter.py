@@ -263,6 +263,14 @@ class DraftCache:
                           [p.clone() for p in self.positions], list(self.windows), self.length)
 
 
+def drafter_folder(path, name: str = "path") -> Path:
+    """`path` as a drafter folder (one holding config.json), or a ValueError naming the argument `name`."""
+    folder = Path(path).expanduser() if isinstance(path, (str, os.PathLike)) else None
+    if folder is None or not (folder / CONFIG_FILE).is_file():
+        raise ValueError(f"{name} must be a drafter folder holding {CONFIG_FILE}, got {path!r}")
+    return folder
+
+
 class DFlashDrafter(nn.Module):
     """DFlash drafter: new_cache(), extend_context(cache, features, positions), forward(block_embeds,
     block_positions, cache) -> hidden after the final norm (apply the target's lm_head for logits)."""
@@ -347,9 +355,7 @@ class DFlashDrafter(nn.Module):
         """Load a drafter folder (config.json + safetensors, single file or sharded with an index)."""
         device = resolve_device(device)
         dtype = resolve_dtype(dtype, device)
-        folder = Path(path).expanduser() if isinstance(path, (str, os.PathLike)) else None
-        if folder is None or not (folder / CONFIG_FILE).is_file():
-            raise ValueError(f"path must be a drafter folder holding {CONFIG_FILE}, got {path!r}")
+        folder = drafter_folder(path)
         config_path = folder / CONFIG_FILE
         try:
             raw = json.loads(config_path.read_text())

@@ -14,7 +14,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from ddtree._checks import check_int
 from ddtree.models._common import long_vector, resolve_device
-from ddtree.models.drafter import DFlashConfig, DFlashDrafter, DraftCache
+from ddtree.models.drafter import DFlashConfig, DFlashDrafter, DraftCache, drafter_folder
 from ddtree.models.target import load_target
 
 DEFAULT_DRAFTER_DIR = Path(__file__).resolve().parent.parent / "assets" / "smollm2-dflash"
@@ -109,6 +109,8 @@ def load_pair(target=None, drafter=None, *, device="auto", dtype=None) -> ModelP
     drafter: a folder, a DFlashDrafter (moved to the target's device and dtype) or None.
     `device` ("auto": CUDA when there is a GPU) and `dtype` (default float32 on the CPU, bfloat16 on a GPU) apply to a
     target loaded here; the drafter follows the target."""
+    folder = drafter_folder(drafter, "drafter") if isinstance(drafter, (str, os.PathLike)) else None  # checked
+    # before the target loads
     if isinstance(target, tuple):
         if len(target) != 2 or not isinstance(target[0], nn.Module):
             raise ValueError("target must be None, a path / hub name or a (model, tokenizer) tuple")
@@ -118,8 +120,8 @@ def load_pair(target=None, drafter=None, *, device="auto", dtype=None) -> ModelP
     weight = model.get_input_embeddings().weight
     if drafter is None or isinstance(drafter, DFlashDrafter):
         draft = None if drafter is None else drafter.to(weight.device, weight.dtype)
-    elif isinstance(drafter, (str, os.PathLike)):
-        draft = DFlashDrafter.from_pretrained(drafter, device=weight.device, dtype=weight.dtype)
+    elif folder is not None:
+        draft = DFlashDrafter.from_pretrained(folder, device=weight.device, dtype=weight.dtype)
     else:
         raise ValueError(f"drafter must be None, a drafter folder or a DFlashDrafter, got {type(drafter).__name__}")
     if draft is not None:

@@ -174,8 +174,16 @@ def load_target(name_or_path=None, *, device="cpu", dtype=None):
     if isinstance(name_or_path, (str, os.PathLike)) and str(name_or_path):
         path = Path(name_or_path).expanduser()
         local = path.exists()
+        if not local and looks_like_path(str(name_or_path)):
+            raise ValueError(f"name_or_path: there is no model folder at {str(name_or_path)!r} (a Hugging Face hub "
+                             "name has the form 'org/model')")
         return _load(path if local else str(name_or_path), device, dtype, local, name_or_path)
     raise ValueError(f"name_or_path must be None, a model folder or a hub name, got {name_or_path!r}")
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether `name` can only be a file-system path: hub names are 'model' or 'org/model'."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def _load_embedded(device, dtype):
