@@ -6,7 +6,8 @@ phases: the drafter's candidates per depth, the heap's chosen nodes, the verify 
 accepted path node by node, the commit; its play button tells the story on a timer.
 Live: Step runs one round (the controls are disabled and the status line says what runs until it is done); Play
 steps on a timer; Reset starts a fresh session from the same prompts; changing method / verify / temperature /
-budget continues with session.fork(...) of the new settings (history is kept). Side by side: each Step also runs
+budget continues with session.fork(...) of the new settings (history is kept; a batch's per-request budgets stay
+until the budget control moves, and the chain and AR leave the budget alone). Side by side: each Step also runs
 the same round in a fork with the other verify rule (or a second budget); both trees are labelled and the node
 where the walks part is marked. Batches: a request selector drives every view (hidden for one request), and the
 mask view can show the whole padded batch as the kernel reads it. Linked views: hovering or clicking a node in the
