@@ -10,6 +10,7 @@ import torch
 MAX_BUDGET = 4096  # draft-tree nodes below the root (trees up to MAX_BUDGET + 1 nodes)
 MAX_CELLS = 2**31  # elements of one tensor sized by caller-given lengths (e.g. a verify mask: 2 GiB of bools)
 TOKEN_LIMIT = 2**31 - 1  # token ids are < this (int32 range) wherever no vocabulary size is known
+SEED_MAX = 2**64 - 1  # the largest seed torch.Generator.manual_seed takes
 
 
 def check_int(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ddtree._checks import MAX_BUDGET, check_int, check_temperature, check_top_p
+from ddtree._checks import MAX_BUDGET, SEED_MAX, check_int, check_temperature, check_top_p
 
 METHODS = ("ddtree", "dflash", "ar")
 VERIFY_RULES = ("greedy", "sampled")
@@ -151,7 +151,7 @@ def as_prompt_list(prompt_or_prompts) -> list:
 
 
 def new_generator(device, seed) -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(check_int("seed", seed))
+    return torch.Generator(device=device).manual_seed(check_int("seed", seed, maximum=SEED_MAX))
 
 
 def fork_generator(generator: torch.Generator, device, seed=None) -> torch.Generator:

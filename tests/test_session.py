@@ -192,6 +192,10 @@ def test_bad_session_input(pair):
         Session(pair, "x", budget=-1)
     with pytest.raises(ValueError, match="temperature"):
         Session(pair, "x", temperature=-1.0)
+    for seed in (-1, 2**64):  # the generator takes [0, 2**64 - 1]
+        with pytest.raises(ValueError, match=r"seed must be an int in \[0, 18446744073709551615\]"):
+            Session(pair, "x", seed=seed)
+    assert Session(pair, "x", seed=2**64 - 1).step().index == 0
     with pytest.raises(ValueError, match="needs a drafter"):
         Session(ddtree.models.ModelPair(pair.target, pair.tokenizer, None, pair.device, pair.dtype), "x")
 

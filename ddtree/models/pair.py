@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from ddtree._checks import check_int
+from ddtree._checks import SEED_MAX, check_int
 from ddtree.models._common import long_vector, resolve_device
 from ddtree.models.drafter import DFlashConfig, DFlashDrafter, DraftCache, drafter_folder
 from ddtree.models.target import load_target
@@ -166,7 +166,7 @@ def random_drafter_for(target_model, *, num_layers: int = 1, block_size: int = 1
         rms_norm_eps=text.rms_norm_eps, rope_theta=getattr(text, "rope_theta", None) or rope.get("rope_theta", 1e4),
         max_position_embeddings=text.max_position_embeddings)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(check_int("seed", seed))
+        torch.manual_seed(check_int("seed", seed, maximum=SEED_MAX))
         drafter = DFlashDrafter(config)
     weight = target_model.get_input_embeddings().weight
     return drafter.to(weight.device, weight.dtype).eval().requires_grad_(False)
@@ -227,7 +227,7 @@ def tiny_random_pair(seed: int = 0, *, vocab_size: int = 320, hidden_size: int =
                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id, bos_token_id=None,
                          tie_word_embeddings=False, attn_implementation="sdpa")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(check_int("seed", seed))
+        torch.manual_seed(check_int("seed", seed, maximum=SEED_MAX))
         target = LlamaForCausalLM(config).eval().requires_grad_(False)
     drafter = random_drafter_for(target, num_layers=drafter_layers, block_size=block_size, seed=seed,
                                  mask_token_id=tokenizer.mask_token_id)
