@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 
 from ddtree import Session
 from ddtree import budget as auto_budget
+from ddtree.demo import budget_option
 from ddtree.kernels import decode_linear
 from ddtree.models import load_default_pair, load_pair
 
@@ -99,19 +100,10 @@ def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, 
             "switches": sum(a.budget != b.budget for a, b in zip(records, records[1:]))}
 
 
-def budget_arg(text: str):
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a budget is an int or 'auto', got {text!r}") from None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--budgets", type=budget_arg, nargs="+", default=[8, 16, 32, 64, 128, 256, "auto"])
+    ap.add_argument("--budgets", type=budget_option, nargs="+", default=[8, 16, 32, 64, 128, 256, "auto"])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
     ap.add_argument("--prompt-set", choices=["code", "chat", "both"], default="both")
     ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
