@@ -336,15 +336,16 @@ def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
                 for b, r in enumerate(d["requests"])]
     check_cells(sum(d["num_draft_tokens"] * (r.context_len + d["num_draft_tokens"]) for r in requests),
                 "the round's verify batch mask")
-    for b, r in enumerate(requests):
-        budget = d["budget"] if r.budget is None else r.budget
-        if budget > d["budget"]:
-            raise ValueError(f"requests[{b}].budget must be at most the round's budget {d['budget']} (the largest of "
-                             f"its requests'), got {budget}")
+    # checked once made: a request without a budget of its own (an older trace) then has the round's
+    record = RoundRecord(requests=requests, times=dict(times), **{k: d[k] for k in _ROUND_SCHEMA})
+    for b, r in enumerate(record.requests):
+        if r.budget > record.budget:
+            raise ValueError(f"requests[{b}].budget must be at most the round's budget {record.budget} (the largest "
+                             f"of its requests'), got {r.budget}")
         method_ok = {"ar": r.n_nodes == 1 and not r.draft_top_tokens,
                      "dflash": r.tree.parents.tolist() == list(range(-1, r.n_nodes - 1)),
-                     "ddtree": r.n_nodes - 1 <= budget}[d["method"]]
+                     "ddtree": r.n_nodes - 1 <= r.budget}[record.method]
         if not method_ok:
-            raise ValueError(f"requests[{b}]: the tree does not fit method {d['method']!r} (ar: the root alone and no "
-                             "draft rows; dflash: a chain; ddtree: at most its budget's nodes below the root)")
-    return RoundRecord(requests=requests, times=dict(times), **{k: d[k] for k in _ROUND_SCHEMA})
+            raise ValueError(f"requests[{b}]: the tree does not fit method {record.method!r} (ar: the root alone and "
+                             "no draft rows; dflash: a chain; ddtree: at most its budget's nodes below the root)")
+    return record

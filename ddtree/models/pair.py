@@ -109,8 +109,8 @@ def load_pair(target=None, drafter=None, *, device="auto", dtype=None) -> ModelP
     drafter: a folder, a DFlashDrafter (moved to the target's device and dtype) or None.
     `device` ("auto": CUDA when there is a GPU) and `dtype` (default float32 on the CPU, bfloat16 on a GPU) apply to a
     target loaded here; the drafter follows the target."""
-    folder = drafter_folder(drafter, "drafter") if isinstance(drafter, (str, os.PathLike)) else None  # checked
-    # before the target loads
+    # a drafter folder is checked before the target loads
+    folder = drafter_folder(drafter, "drafter") if isinstance(drafter, (str, os.PathLike)) else None
     if isinstance(target, tuple):
         if len(target) != 2 or not isinstance(target[0], nn.Module):
             raise ValueError("target must be None, a path / hub name or a (model, tokenizer) tuple")
