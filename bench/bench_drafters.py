@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree.models import load_pair
-from ddtree.training.prompts import GROUPS, SPLITS, prompts_by_group
+from ddtree.training.prompts import GROUPS, PROMPTS_FILE, SPLITS, prompts_by_group
 
 HERE = Path(__file__).resolve().parent
 VARIANT = (True, False, False)  # bench_e2e.timed_run's (fused, exact, overlap): fused, not exact, stepped rounds
@@ -58,10 +58,14 @@ def main() -> None:
     ap.add_argument("--split", choices=SPLITS[1:], default="heldout",
                     help="unseen: the held-out prompts whose subject no training prompt shares")
     ap.add_argument("--max-new", type=int, default=128)
+    ap.add_argument("--prompts-file", type=Path, default=PROMPTS_FILE,
+                    help="a prompts file of ddtree.training.prompts' schema (bench/data/styled_prompts.json: "
+                         "benchmark-style prompts; a synth run's prompts.json: its held-out prompts)")
+    ap.add_argument("--name", default="", help="suffix of the results files' name")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args()
     try:
-        prompts = prompts_by_group(args.groups, args.split, args.prompts)
+        prompts = prompts_by_group(args.groups, args.split, args.prompts, args.prompts_file)
     except ValueError as e:
         ap.error(f"--split {args.split}: {e}")
     e2e = load_bench_e2e()
@@ -84,12 +88,14 @@ def main() -> None:
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"
     meta = {"date": date.today().isoformat(), "device": device, "torch": torch.__version__, "dtype": str(base.dtype),
             "prompts": {group: len(found) for group, found in prompts.items()}, "split": args.split,
-            "max_new": args.max_new, "pick": pick}
-    name = "drafters_" + args.device.split(":")[0]
+            "max_new": args.max_new, "pick": pick, "prompts_file": args.prompts_file.name}
+    name = "_".join(["drafters", args.device.split(":")[0]] + [args.name] * bool(args.name))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     cols = list(rows[0])
     side = "held-out prompts" if args.split == "heldout" else "held-out prompts of subjects never trained on"
+    if args.prompts_file != PROMPTS_FILE:
+        side += f" of {args.prompts_file.name}"
     counts = ", ".join(f"{n} {group}" for group, n in meta["prompts"].items())
     md = [f"# Drafter shapes ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}; {side}, {counts} x "
           f"{args.max_new} new tokens)", "", "| " + " | ".join(cols) + " |",

@@ -37,3 +37,22 @@ def test_the_report_names_the_split_and_its_prompts_and_an_empty_group_is_refuse
     with pytest.raises(SystemExit):
         bench.main()
     assert "--split unseen: the prompts file has no such code or chat prompts" in capsys.readouterr().err
+
+
+def test_a_prompts_file_is_measured_and_named_in_the_report(monkeypatch, tmp_path):
+    """--prompts-file: the held-out prompts of that file are measured (the benchmark-style set here), and the
+    report, written under the --name suffix, names the file."""
+    import sys
+    styled = bench.HERE / "data" / "styled_prompts.json"
+    pair = tiny_random_pair(seed=0)
+    seen = []
+    monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pair)
+    monkeypatch.setattr(bench, "measure", lambda e2e, pair, prompts, method, *rest: seen.append(prompts) or
+                        {"acceptance": 2.0, "draft_ms": 0.5, "acceptance_per_draft_ms": 4.0, "round_ms": 1.0})
+    monkeypatch.setattr(sys, "argv", ["bench_drafters.py", "a", "--device", "cpu", "--prompts", "2", "--budgets",
+                                      "4", "--prompts-file", str(styled), "--name", "styled", "--out", str(tmp_path)])
+    bench.main()
+    expected = bench.prompts_by_group(["code", "chat"], "heldout", 2, styled)
+    assert expected["code"] != bench.prompts_by_group(["code"], "heldout", 2)["code"]
+    assert seen and all(prompts in (expected["code"], expected["chat"]) for prompts in seen)
+    assert "held-out prompts of styled_prompts.json, 2 code, 2 chat" in (tmp_path / "drafters_cpu_styled.md").read_text()

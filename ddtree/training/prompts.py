@@ -40,7 +40,7 @@ STDLIB_MODULES = (
 BUILTIN_TYPES = ("str", "bytes", "list", "dict", "set", "frozenset", "tuple", "int", "float", "complex",
                  "bytearray", "range", "memoryview")
 MAX_DOC_CHARS = 400
-CODE_KINDS = ("stdlib", "coding")  # every other kind is general chat
+CODE_KINDS = ("stdlib", "coding", "completion", "magpie-code")  # every other kind is general chat
 GROUPS = ("code", "chat")
 SPLITS = ("train", "heldout", "unseen")  # the file's two sides, in load_prompts' order; then a part of the second
 # a templated prompt's source: "template:<template> x <subject>[ + <suffix>]" (here and in ddtree.training.chat.fill)
