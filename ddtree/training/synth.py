@@ -282,10 +282,9 @@ def main(argv=None) -> None:
     model, tokenizer = load_target(device=args.device)
     committed = json.loads(PROMPTS_FILE.read_text())["train"]
     earlier = [committed[i] for i in spread(len(committed), args.earlier)] if args.earlier else []
-    make(model, tokenizer, args.out, magpie=args.magpie, earlier=earlier,
-                heldout_fraction=args.heldout_fraction, temperatures=args.temperatures, gen_batch=args.gen_batch,
-                max_new_tokens=args.max_new_tokens, seed=args.seed, prompt_batch=args.prompt_batch,
-                settings={k: str(v) for k, v in vars(args).items()})
+    make(model, tokenizer, args.out, magpie=args.magpie, earlier=earlier, heldout_fraction=args.heldout_fraction,
+         temperatures=args.temperatures, gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, seed=args.seed,
+         prompt_batch=args.prompt_batch, settings={k: str(v) for k, v in vars(args).items()})
     manifest = json.loads((args.out / "manifest.json").read_text())
     print(json.dumps({k: manifest[k] for k in ("magpie_kept", "train_groups", "heldout_groups", "sequences",
                                                "tokens", "magpie_s", "answers_s")}), flush=True)
