@@ -14,17 +14,24 @@ def test_a_configuration_is_measured_on_the_native_engine():
     assert row["draft_ms"] > 0 and row["round_ms"] > row["draft_ms"] and row["tokens_per_s"] > 0
 
 
+def fake_measurements(monkeypatch) -> list:
+    """bench_drafters on the tiny random pair with a fixed measurement; returns the list each measured prompt list
+    is appended to."""
+    pair = tiny_random_pair(seed=0)
+    seen = []
+    monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pair)
+    monkeypatch.setattr(bench, "measure", lambda e2e, pair, prompts, method, *rest: seen.append(prompts) or
+                        {"acceptance": 2.0, "draft_ms": 0.5, "acceptance_per_draft_ms": 4.0, "round_ms": 1.0})
+    return seen
+
+
 def test_the_report_names_the_split_and_its_prompts_and_an_empty_group_is_refused(monkeypatch, tmp_path, capsys):
     """--split unseen --groups chat: only chat is measured, on the held-out prompts of subjects never trained on, and
     the report says so with the count; a group the split has no prompts for is refused before any model loads."""
     import sys
 
     import pytest
-    pair = tiny_random_pair(seed=0)
-    seen = []
-    monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pair)
-    monkeypatch.setattr(bench, "measure", lambda e2e, pair, prompts, method, *rest: seen.append(prompts) or
-                        {"acceptance": 2.0, "draft_ms": 0.5, "acceptance_per_draft_ms": 4.0, "round_ms": 1.0})
+    seen = fake_measurements(monkeypatch)
     monkeypatch.setattr(sys, "argv", ["bench_drafters.py", "a", "--device", "cpu", "--groups", "chat", "--split",
                                       "unseen", "--prompts", "3", "--budgets", "4", "--out", str(tmp_path)])
     bench.main()
@@ -44,11 +51,7 @@ def test_a_prompts_file_is_measured_and_named_in_the_report(monkeypatch, tmp_pat
     report, written under the --name suffix, names the file."""
     import sys
     styled = bench.HERE / "data" / "styled_prompts.json"
-    pair = tiny_random_pair(seed=0)
-    seen = []
-    monkeypatch.setattr(bench, "load_pair", lambda *args, **kwargs: pair)
-    monkeypatch.setattr(bench, "measure", lambda e2e, pair, prompts, method, *rest: seen.append(prompts) or
-                        {"acceptance": 2.0, "draft_ms": 0.5, "acceptance_per_draft_ms": 4.0, "round_ms": 1.0})
+    seen = fake_measurements(monkeypatch)
     monkeypatch.setattr(sys, "argv", ["bench_drafters.py", "a", "--device", "cpu", "--prompts", "2", "--budgets",
                                       "4", "--prompts-file", str(styled), "--name", "styled", "--out", str(tmp_path)])
     bench.main()

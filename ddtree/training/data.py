@@ -88,9 +88,7 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
     if not temperatures:
         raise ValueError("temperatures must list at least one temperature (0 = greedy)")
     device = model.get_input_embeddings().weight.device
-    eos = model.generation_config.eos_token_id
-    eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
+    eos, pad = eos_and_pad(model, tokenizer)
     encoded = [chat_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
     file_ids = list(range(len(prompts)) if prompt_ids is None else prompt_ids)
     if len(file_ids) != len(prompts):
@@ -106,7 +104,7 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
                 responses = engine_responses(model, [encoded[i] for i in ids], temperature,
                                              max_new_tokens=max_new_tokens, eos=eos)
             else:
-                responses = _hf_responses(model, [encoded[i] for i in ids], temperature, max_new_tokens, pad, device)
+                responses = hf_responses(model, [encoded[i] for i in ids], temperature, max_new_tokens, pad, device)
             for i, generated in zip(ids, responses):
                 end = next((k + 1 for k, tok in enumerate(generated) if tok in eos), len(generated))
                 sequences.append(encoded[i] + generated[:end])
@@ -116,15 +114,24 @@ def generate_responses(model, tokenizer, prompts, temperatures, *, max_new_token
     return SequenceData.from_lists(sequences, prompt_lens, ids_out, temps)
 
 
-def _hf_responses(model, prompts_ids, temperature: float, max_new_tokens: int, pad: int, device) -> list[list[int]]:
-    """Hugging Face `generate` on the prompts (token id lists) left padded into one batch -> the generated ids."""
+def eos_and_pad(model, tokenizer) -> tuple[set[int], int]:
+    """The model's end-of-sequence ids and the id left padding uses (the tokenizer's pad, else the least EOS id)."""
+    eos = model.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
+    return eos, tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
+
+
+def hf_responses(model, prompts_ids, temperature: float, max_new_tokens: int, pad: int, device,
+                 top_p: float = 1.0) -> list[list[int]]:
+    """Hugging Face `generate` on the prompts (token id lists) left padded into one batch -> the generated ids
+    (sampled with nucleus `top_p` at temperature > 0, greedy at 0; ending at the model's EOS ids)."""
     width = max(map(len, prompts_ids))
     ids = torch.full((len(prompts_ids), width), pad, dtype=torch.long)  # [b, width] left padded
     attention = torch.zeros_like(ids)
     for row, prompt in enumerate(prompts_ids):
         ids[row, width - len(prompt):] = torch.tensor(prompt)
         attention[row, width - len(prompt):] = 1
-    sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 \
+    sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=top_p) if temperature > 0 \
         else dict(do_sample=False)
     out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
                          max_new_tokens=max_new_tokens, pad_token_id=pad, **sampling)

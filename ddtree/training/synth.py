@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ddtree.training.data import SequenceData, generate_responses
+from ddtree.training.data import SequenceData, eos_and_pad, generate_responses, hf_responses
 from ddtree.training.prompts import GROUPS, STDLIB_MODULES, clean_doc, group_of, interleave_kinds
 
 # The first words of a request, per category of what users ask a chat assistant; "" is plain Magpie (the target
@@ -122,9 +122,7 @@ def magpie_prompts(model, tokenizer, count: int, *, batch_size: int = 1024, max_
     openers); a request ends at the end of turn (EOS), one cut off at max_new_tokens is dropped."""
     rng = random.Random(seed)
     prefix = user_turn_prefix(tokenizer)
-    eos = model.generation_config.eos_token_id
-    eos = set(eos if isinstance(eos, (list, tuple)) else [eos])
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
+    eos, pad = eos_and_pad(model, tokenizer)
     device = model.get_input_embeddings().weight.device
     categories = sorted(OPENERS)
     drawn = [(category, rng.choice(OPENERS[category])) for category in rng.choices(categories, k=count)]
@@ -133,15 +131,7 @@ def magpie_prompts(model, tokenizer, count: int, *, batch_size: int = 1024, max_
     for start in tqdm(range(0, count, batch_size), desc="writing prompts", unit="batch"):
         chunk = drawn[start:start + batch_size]
         encoded = [list(tokenizer.encode(prefix + opener, add_special_tokens=False)) for _, opener in chunk]
-        width = max(map(len, encoded))
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)  # [b, width] left padded
-        attention = torch.zeros_like(ids)
-        for row, prompt in enumerate(encoded):
-            ids[row, width - len(prompt):] = torch.tensor(prompt)
-            attention[row, width - len(prompt):] = 1
-        generated = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device), do_sample=True,
-                                   temperature=temperature, top_k=0, top_p=top_p, max_new_tokens=max_new_tokens,
-                                   pad_token_id=pad, eos_token_id=sorted(eos))[:, width:].tolist()
+        generated = hf_responses(model, encoded, temperature, max_new_tokens, pad, device, top_p=top_p)
         for (category, opener), new in zip(chunk, generated):
             end = next((k for k, token in enumerate(new) if token in eos), None)
             if end is None:
