@@ -1,4 +1,5 @@
-"""Adversarial probes of the public API, trace files, the model cache, the widgets' text and the demo CLI (issue 17).
+"""Adversarial probes of the public API, trace files, the model cache, the widgets' text, the demo CLI (issue 17)
+and loose checks of options and arguments (issue 43, group "checks").
 
 Every probe runs in a forked child with a time limit and an address-space cap, and is classified:
   ok          a valid input handled right (the probe's own check passed)
@@ -288,7 +289,23 @@ TRACE_MUTATIONS = [
     ("records not a list", lambda d: d.__setitem__("records", "x"), "records"),
     ("meta a list", lambda d: d.__setitem__("meta", []), "meta"),
     ("tree cyclic", lambda d: req0(d)["tree"]["parents"].__setitem__(1, 3), "parents"),
+    # issue 43: cross-field checks of the budgets against the trees and the verify rows
+    ("budget 1024 on a 13-node tree and 13 rows", lambda d: d["records"][0].__setitem__("budget", 1024),
+     "num_draft_tokens"),
+    ("budget 1024 on a 13-node tree, rows padded to 1025", lambda d: pad_rows(d, 0, 1024), "budget contradicts"),
+    ("budget 12 padded to 20 rows", lambda d: pad_rows(d, 0, 12, rows=20), "num_draft_tokens"),
+    ("round budget above its requests' largest", lambda d: req0(d, 3).__setitem__("budget", 30), "largest"),
 ]
+
+
+def pad_rows(doc, k: int, budget: int, *, rows: int | None = None) -> None:
+    """Round k at `budget`, its input_ids and positions padded to `rows` (default budget + 1) as a verify batch
+    pads them: a self-consistent trace apart from the budget."""
+    rec, r = doc["records"][k], req0(doc, k)
+    n, rows = len(r["tree"]["tokens"]), budget + 1 if rows is None else rows
+    rec["budget"], rec["num_draft_tokens"] = budget, rows
+    r["input_ids"] = r["input_ids"][:n] + [r["tree"]["tokens"][0]] * (rows - n)
+    r["positions"] = r["positions"][:n] + [r["context_len"]] * (rows - n)
 for name, mutate, match in TRACE_MUTATIONS:
     probe("trace", f"load_trace {name}", match=match)(lambda mutate=mutate: load_mutated(mutate))
 
@@ -454,6 +471,76 @@ def _():
     demo("--report", os.path.join(folder, "r.html"))
 
 
+# ------------------------------------------------------------------------------------------------------ loose checks
+def tiny_pair():
+    from ddtree.models import tiny_random_pair
+    return tiny_random_pair(0)
+
+
+probe("checks", "Session exact='no' (native)", match="exact", timeout=120)(
+    lambda: ddtree.Session(tiny_pair(), "x", backend="native", exact="no"))
+
+
+@probe("checks", "Explorer.reset keeps backend, attention, mask_layout, exact, top_p, max_len", expect="ok",
+       timeout=120)
+def _():
+    from ddtree.widgets import Explorer
+    from ddtree.widgets.explorer import session_options
+    session = ddtree.Session(tiny_pair(), "x", budget=[4], backend="native", attention="custom_mask",
+                             mask_layout="unpadded", verify="sampled", top_p=0.8, max_len=300)
+    ex = Explorer(session)
+    ex.reset()
+    s = ex.session
+    check(s is not session and session_options(s) == session_options(session), f"options {session_options(s)}")
+    check(s.settings == session.settings, f"settings {s.settings}")
+
+
+for value in (-1.0, math.nan, 2.0, 1.0):
+    @probe("checks", f"verify_sampled coin {value}", match="coins")
+    def _(value=value):
+        t = tree()
+        coins = torch.full((2, t.n_nodes), 0.5, dtype=torch.float64)
+        coins[0, 1] = value
+        ddtree.verify_sampled(t, torch.randn(t.n_nodes, 50), 1.0, coins=coins)
+
+for rows in (0, -1, 1.5, 99):
+    probe("checks", f"TreeBatch.first({rows})", match="rows")(
+        lambda rows=rows: ddtree.TreeBatch.from_trees([tree()], 7).first(rows))
+
+
+@probe("checks", "demo --synthetic --budget 5 prints and uses budget 5", expect="ok", timeout=60)
+def _():
+    import ddtree.demo
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ddtree.demo.main(["--synthetic", "--budget", "5"])
+    text = out.getvalue()
+    check("budget 5 (tree: 6 nodes" in text and "num_draft_tokens 6)" in text, text.splitlines()[0])
+
+
+probe("checks", "demo --synthetic --budget auto", match="budget", timeout=60)(
+    lambda: demo("--synthetic", "--budget", "auto"))
+probe("checks", "demo --synthetic --method ar (ignored)", match="method", timeout=60)(
+    lambda: demo("--synthetic", "--method", "ar"))
+
+
+@probe("checks", "sampling_probs temperature 5e-324 is the argmax", expect="ok")
+def _():
+    logits = torch.randn(4, 30, generator=torch.Generator().manual_seed(1))
+    p = ddtree.sampling_probs(logits, 5e-324)
+    check(torch.equal(p, torch.nn.functional.one_hot(logits.argmax(-1), 30).double()), "not one-hot on the argmax")
+
+
+for backend in ("reference", "native"):
+    @probe("checks", f"Session temperature 5e-324 decodes as greedy ({backend})", expect="ok", timeout=120)
+    def _(backend=backend):
+        pair = tiny_pair()
+        cold = ddtree.Session(pair, "x", budget=4, verify="sampled", temperature=5e-324, backend=backend)
+        greedy = ddtree.Session(pair, "x", budget=4, backend=backend)
+        cold.step(), greedy.step()
+        check(cold.tokens == greedy.tokens, f"{cold.tokens} != {greedy.tokens}")
+
+
 # ------------------------------------------------------------------------------------------------------ model cache
 def cache_probe(corrupt):
     """Corrupt a copy of a good embedded-model cache, load the target, and compare its logits with the good copy's
@@ -551,7 +638,7 @@ def run_probe(fn, expect, match, timeout) -> tuple[str, str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="store_true", help="add the model-cache probes (each rebuilds the cache)")
-    parser.add_argument("--only", help="run one group (core, trace, escape, demo, cache)")
+    parser.add_argument("--only", help="run one group (core, trace, escape, demo, checks, cache)")
     parser.add_argument("--out", help="write a markdown table here")
     parser.add_argument("--label", default="", help="a label for the table header (e.g. the commit)")
     args = parser.parse_args()

@@ -26,6 +26,17 @@ def check_int(name: str, value, *, minimum: int = 0, maximum: int | None = None)
     return int(value)
 
 
+def check_bool(name: str, value, *, allow_none: bool = False) -> bool | None:
+    """A real bool (or None when allow_none): a string such as "no", or 0 / 1, is refused rather than read by its
+    truth value (bool("no") is True)."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False{' (or None)' if allow_none else ''}, got {value!r} "
+                         f"({type(value).__name__})")
+    return value
+
+
 def check_token(name: str, value, vocab: int = TOKEN_LIMIT) -> int:
     """A token id in [0, vocab)."""
     return check_int(name, value, maximum=vocab - 1)

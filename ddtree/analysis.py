@@ -38,11 +38,10 @@ import torch
 
 from ddtree._checks import check_int, check_logits
 from ddtree.budget import accepted_within
-from ddtree.record import RequestRound, RoundRecord, load_trace
+from ddtree.record import ZERO_LOGPROB, RequestRound, RoundRecord, load_trace
 from ddtree.tree import DraftTree
 
 MAX_BUDGET = 1024
-ZERO_LOGPROB = -1e29  # records store probability 0 as -1e30 (JSON has no -inf): at or below this means -inf
 DRAFTED = ("ddtree", "dflash")
 
 
@@ -236,6 +235,8 @@ def counterfactuals(records: list[RoundRecord], *, request: int | None = None, r
         for i in picked:
             rec = records[i]
             req = rec.requests[b]
+            if req is None:  # request b had finished before this round
+                continue
             try:
                 out.append(_round(rec, req, b, stream[offsets[i]:], max_budget, vocab_size, use_tree))
             except ValueError as e:
@@ -365,6 +366,8 @@ def calibration_points(records: list[RoundRecord], *, request: int | None = None
     for i in _pick_rounds(records, rounds):
         for b in _requests(records, request):
             req = records[i].requests[b]
+            if req is None:
+                continue
             tree, accepted = req.tree, set(req.accepted)
             for node in req.accepted:
                 children = torch.tensor(tree.children(node), dtype=torch.long)
@@ -419,6 +422,8 @@ def check_records(records, *, consecutive: bool = True) -> list[RoundRecord]:
         if r.method not in DRAFTED:
             continue
         for b, req in enumerate(r.requests):
+            if req is None:
+                continue
             where = f"round {r.index} ({r.method}), request {b}"
             rows_t, rows_l = req.draft_top_tokens, req.draft_top_logprobs
             if not rows_t or not rows_t[0]:
@@ -430,12 +435,13 @@ def check_records(records, *, consecutive: bool = True) -> list[RoundRecord]:
     if not any(r.method in DRAFTED for r in records):
         raise ValueError("no round has draft distributions: every round is 'ar' (autoregressive rounds draft "
                          "nothing); counterfactuals need 'ddtree' or 'dflash' rounds with draft_top_tokens")
-    if consecutive:
-        for prev, cur in zip(records, records[1:]):
-            for b, (p, c) in enumerate(zip(prev.requests, cur.requests)):
+    if consecutive:  # per request, over the rounds it took part in (None: finished before the round)
+        for b in range(len(records[0].requests)):
+            mine = [(r.index, r.requests[b]) for r in records if r.requests[b] is not None]
+            for (i, p), (j, c) in zip(mine, mine[1:]):
                 if c.context_len != p.context_len + len(p.committed):
                     raise ValueError(
-                        f"round {cur.index} (context {c.context_len}) does not continue round {prev.index} (context "
+                        f"round {j} (context {c.context_len}) does not continue round {i} (context "
                         f"{p.context_len} + {len(p.committed)} committed), request {b}: the continuation needs "
                         "consecutive rounds of one session")
     return records
@@ -446,7 +452,7 @@ def continuation_stream(records: list[RoundRecord], request: int) -> tuple[list[
     stream, offsets = [], []
     for r in records:
         offsets.append(len(stream))
-        stream += r.requests[request].committed
+        stream += r.requests[request].committed if r.requests[request] is not None else []
     return stream, offsets
 
 

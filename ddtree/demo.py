@@ -10,6 +10,7 @@ marginal distribution of the token there (as a DFlash drafter predicts a block w
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,10 +18,12 @@ import torch
 
 import ddtree
 from ddtree._checks import MAX_BUDGET
+from ddtree.files import check_regular_or_absent
 from ddtree.text import format_rounds, format_tree
 
 PROMPT = "Write a Python function that checks whether a string is a palindrome."
 REPORT = "ddtree-report.html"
+SYNTHETIC_BUDGET = 12  # --synthetic's default budget
 
 CORPUS = ("the cat sat on the mat . the dog sat on the log . a cat ran to the mat . "
           "the dog ran to a log . the cat sat on a mat .")
@@ -35,7 +38,7 @@ def bigram_logits(words: list[str], vocab: list[str]) -> torch.Tensor:
     return counts.log()
 
 
-def synthetic_demo(budget: int = 12, depth: int = 5) -> None:
+def synthetic_demo(budget: int = SYNTHETIC_BUDGET, depth: int = 5) -> None:
     """One round on a bigram target over a tiny corpus, with a drafter knowing only per-depth marginals."""
     words = CORPUS.split()
     vocab = sorted(set(words))
@@ -56,7 +59,8 @@ def synthetic_demo(budget: int = 12, depth: int = 5) -> None:
     target_logits = target_table[tree.tokens]  # [n, vocab]: the target's logits at every node, given its path
     greedy = ddtree.verify_greedy(tree, target_logits)
     choice = target_logits.argmax(-1).tolist()
-    print(f"DDTree round on a synthetic bigram example: budget {budget}, draft depth {depth}, vocab {len(vocab)}")
+    print(f"DDTree round on a synthetic bigram example: budget {budget} (tree: {tree.n_nodes} "
+          f"nodes, root included), draft depth {depth}, vocab {len(vocab)}")
     print("(* = accepted by the greedy walk; logw = node log-weight, the sum of draft log-probs on its path)\n")
     print(format_tree(tree, decode, accepted=greedy.accepted, target_choice=choice))
     print(f"\ngreedy: accepted {' '.join(map(decode, greedy.accepted_tokens))!r} + bonus {decode(greedy.bonus_token)!r}"
@@ -65,7 +69,7 @@ def synthetic_demo(budget: int = 12, depth: int = 5) -> None:
         sampled = ddtree.verify_sampled(tree, target_logits, 1.0, generator=torch.Generator().manual_seed(seed))
         print(f"sampled (T=1, seed {seed}): committed {' '.join(map(decode, sampled.committed))!r}")
 
-    trees = [tree, ddtree.build_tree(draft_logits, 3).with_root_token(root), tree]
+    trees = [tree, ddtree.build_tree(draft_logits, min(3, budget)).with_root_token(root), tree]
     print(f"\nverify batch of 3 requests (tree sizes {[t.n_nodes for t in trees]}, num_draft_tokens {budget + 1}):")
     for layout in ("padded", "unpadded"):
         batch = ddtree.pack_verify_batch(trees, [6, 9, 4], budget + 1, layout=layout)
@@ -123,8 +127,9 @@ def main(argv=None) -> None:
     parser = OneLineParser(prog="python -m ddtree.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--method", choices=("ddtree", "dflash", "ar"), default="ddtree")
-    parser.add_argument("--budget", type=budget_option, default=32,
-                        help=f"draft tree nodes per round, 1..{MAX_BUDGET}, or auto: each round's own (default 32)")
+    parser.add_argument("--budget", type=budget_option, default=None,
+                        help=f"draft tree nodes per round, 1..{MAX_BUDGET}, or auto: each round's own (default 32; "
+                             f"{SYNTHETIC_BUDGET} with --synthetic)")
     parser.add_argument("--temperature", type=float, default=0.0,
                         help="0: the greedy walk (default); > 0: the exact sampled walk at this temperature")
     parser.add_argument("--seed", type=int, default=0, help="the sampled walk's seed (default 0)")
@@ -133,8 +138,13 @@ def main(argv=None) -> None:
     parser.add_argument("--synthetic", action="store_true", help="one round on a synthetic example, no model")
     args = parser.parse_args(argv)
     if args.synthetic:
-        synthetic_demo()
+        try:
+            budget = check_synthetic(parser, args)
+        except ValueError as e:
+            parser.error(str(e))
+        synthetic_demo(budget)
         return
+    args.budget = 32 if args.budget is None else args.budget
     try:
         check_options(args)
     except ValueError as e:
@@ -160,6 +170,23 @@ def budget_option(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"an int in [1, {MAX_BUDGET}] or auto, got {text!r}") from None
 
 
+def check_synthetic(parser, args) -> int:
+    """The budget of --synthetic; ValueError for "auto" (it chooses from measured verify costs: a model's), a budget
+    out of range, or another model option (--prompt, --method, ...), which it would ignore."""
+    ignored = [f"--{name.replace('_', '-')}" for name in ("prompt", "method", "temperature", "seed", "max_new_tokens")
+               if getattr(args, name) != parser.get_default(name)]
+    if ignored:
+        raise ValueError(f"--synthetic runs one round with no model: {', '.join(ignored)} would be ignored (of the "
+                         "model options it takes --budget)")
+    budget = SYNTHETIC_BUDGET if args.budget is None else args.budget
+    if budget == "auto":
+        raise ValueError("--budget auto needs a model (it chooses from measured verify costs); --synthetic takes an "
+                         f"int budget in [1, {MAX_BUDGET}]")
+    if not 1 <= budget <= MAX_BUDGET:
+        raise ValueError(f"--budget must be in [1, {MAX_BUDGET}], got {budget}")
+    return budget
+
+
 def check_options(args) -> None:
     """ValueError naming the first bad option of a parsed command line (the report path must be writable now)."""
     if not args.prompt.strip():
@@ -178,21 +205,19 @@ def check_options(args) -> None:
 
 
 def check_writable(path) -> None:
-    """ValueError unless a file can be written at `path` (tried by opening it for appending; a file created by the
-    try is removed again)."""
+    """ValueError unless write_html can write a file at `path`: nothing or a regular file there (a named pipe would
+    block), and a folder a new file can be made in (write_html writes a temp file beside it, then renames it; tried
+    with a temp file that is removed again)."""
     target = Path(path).expanduser()
     if target.is_dir():
         raise ValueError(f"--report {path} is a directory; give a file path")
     if not target.parent.is_dir():
         raise ValueError(f"--report {path}: the folder {target.parent} does not exist")
-    existed = target.exists()
+    check_regular_or_absent(target, "--report")
     try:
-        with open(target, "a"):
-            pass
+        tempfile.TemporaryFile(dir=target.parent).close()
     except OSError as e:
         raise ValueError(f"--report {path} cannot be written ({e.strerror or e})") from None
-    if not existed:
-        target.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 
 from ddtree._checks import MAX_BUDGET, TOKEN_LIMIT, check_cells, check_int
 from ddtree.batch import request_mask
+from ddtree.files import atomic_write, read_bytes_bounded
 from ddtree.settings import METHODS, VERIFY_RULES
 from ddtree.tree import DraftTree, finite
 
@@ -91,30 +89,61 @@ class RoundRecord:
     budget: int
     num_draft_tokens: int  # rows per request in the verify forward
     times: dict[str, float]  # seconds per stage: draft, tree, pack, verify, walk, commit (device-synchronised)
-    requests: list[RequestRound]
+    requests: list[RequestRound | None]  # per request of the batch; None: a request Session.run had finished
     kernel: KernelRead | None = None  # native engine: what the attention kernel read (not saved in traces)
 
     def __post_init__(self):
         for req in self.requests:
-            if req.budget is None:
+            if req is not None and req.budget is None:
                 req.budget = self.budget
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernel"}
-        d["requests"] = [r.to_dict() for r in self.requests]
+        d["requests"] = [None if r is None else r.to_dict() for r in self.requests]
         return d
+
+    @property
+    def took_part(self) -> list[int]:
+        """The batch indices of the requests that took part in this round (those not finished before it)."""
+        return [b for b, r in enumerate(self.requests) if r is not None]
+
+    def request(self, b) -> RequestRound:
+        """requests[b], or a ValueError naming `request`: out of range, or a request finished before this round."""
+        if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < len(self.requests):
+            raise ValueError(f"request must be an int in [0, {len(self.requests)}), got {b!r}")
+        if self.requests[b] is None:
+            raise ValueError(f"request {b} had finished before round {self.index}: it took no part in it (requests "
+                             f"{self.took_part} did)")
+        return self.requests[b]
+
+    def only(self, b: int) -> RoundRecord:
+        """This record with request b as its only request (self.request(b) checks b)."""
+        return replace(self, requests=[self.request(b)])
+
+    def present(self) -> RoundRecord:
+        """This record with the requests that took part only (`took_part` maps its indices back to the batch's), and
+        their probed masks (kernel.applied); the kernel's flat buffer stays the whole batch's, as it was read."""
+        kernel = self.kernel
+        if kernel is not None and kernel.applied is not None:
+            kernel = replace(kernel, applied=[kernel.applied[b] for b in self.took_part])
+        return replace(self, requests=[r for r in self.requests if r is not None], kernel=kernel)
+
+
+def rounds_of(records: list[RoundRecord], b: int) -> list[RoundRecord]:
+    """The records of the rounds request b took part in, each with request b alone (`RoundRecord.only`)."""
+    return [r.only(b) for r in records if b < len(r.requests) and r.requests[b] is not None]
 
 
 def save_trace(records: list[RoundRecord], path, *, meta: dict | None = None, vocab_size: int | None = None) -> None:
     """Write records as versioned JSON (`meta` is free-form JSON-safe information, e.g. the prompt). Pass
     `vocab_size` (e.g. pair.vocab_size) to store it as meta["vocab_size"]: load_trace then bounds every token id by
-    it (by 2**31 - 1 without it)."""
+    it (by 2**31 - 1 without it). Written atomically: a failed write leaves a trace already at `path` as it was."""
     meta = dict(meta or {})
     if vocab_size is not None:
         meta["vocab_size"] = check_int("vocab_size", vocab_size, minimum=1, maximum=TOKEN_LIMIT)
     doc = {"format": TRACE_FORMAT, "version": TRACE_VERSION, "meta": meta,
            "records": [r.to_dict() for r in records]}
-    Path(path).write_text(json.dumps(doc, allow_nan=False))
+    atomic_write(path, json.dumps(doc, allow_nan=False), "trace")
 
 
 def load_trace(path, *, max_bytes: int = MAX_TRACE_BYTES) -> tuple[list[RoundRecord], dict]:
@@ -125,7 +154,8 @@ def load_trace(path, *, max_bytes: int = MAX_TRACE_BYTES) -> tuple[list[RoundRec
     ids within meta["vocab_size"] (2**31 - 1 when absent), the verify rows and positions against the tree, the
     accepted path and committed tokens against the tree and the target's choices, probabilities in [0, 1].
     """
-    data = _read_regular_file(path, check_int("max_bytes", max_bytes, minimum=1))
+    data = read_bytes_bounded(path, check_int("max_bytes", max_bytes, minimum=1), "trace",
+                              hint=" (load_trace(..., max_bytes=...) raises it)")
     try:
         doc = json.loads(data)
     except RecursionError:
@@ -151,34 +181,6 @@ def load_trace(path, *, max_bytes: int = MAX_TRACE_BYTES) -> tuple[list[RoundRec
     return out, meta
 
 
-def _read_regular_file(path, max_bytes: int) -> bytes:
-    """The bytes of `path` if it is a regular file of at most `max_bytes`; checked on the open descriptor before
-    reading (opened non-blocking, so a named pipe cannot block)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"trace path must be a str or os.PathLike, got {type(path).__name__}")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"trace {path}: cannot open it ({e})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"trace {path}: not a regular file (a directory, pipe or device); save_trace writes "
-                             "regular files")
-        if info.st_size > max_bytes:
-            raise ValueError(f"trace {path}: {info.st_size / 2**20:.1f} MB is over the {max_bytes / 2**20:.1f} MB "
-                             "limit (load_trace(..., max_bytes=...) raises it)")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError as e:
-        raise ValueError(f"trace {path}: cannot read it ({e})") from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        raise ValueError(f"trace {path}: grew past the {max_bytes / 2**20:.1f} MB limit while being read")
-    return data
-
-
 _INT, _FLOAT, _STR = "int", "float", "str"
 _REQUEST_SCHEMA = {
     "context_len": _INT, "draft_top_tokens": [[_INT]], "draft_top_logprobs": [[_FLOAT]], "input_ids": [_INT],
@@ -188,6 +190,7 @@ _REQUEST_SCHEMA = {
 _ROUND_SCHEMA = {"index": _INT, "method": _STR, "verify": _STR, "temperature": _FLOAT, "top_p": _FLOAT,
                  "budget": _INT, "num_draft_tokens": _INT}
 _PROB_SLACK = 1e-6  # rounding allowed above a probability of 1 or a log-probability of 0
+ZERO_LOGPROB = -1e29  # records store probability 0 as -1e30 (JSON has no -inf): at or below this means -inf
 
 
 def _check(value, kind, where: str):
@@ -330,15 +333,26 @@ def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
     for k, v in times.items():
         _check(v, _FLOAT, f"times.{k}")
         _in_range([v], 0.0, math.inf, f"times.{k} (seconds)")
-    if not isinstance(d["requests"], list) or not d["requests"]:
-        raise ValueError("requests must be a non-empty list")
-    requests = [_request_from_dict(r, f"requests[{b}]", vocab, d["num_draft_tokens"])
+    if not isinstance(d["requests"], list) or all(r is None for r in d["requests"]):
+        raise ValueError("requests must be a list with at least one request (null: a finished request)")
+    requests = [None if r is None else _request_from_dict(r, f"requests[{b}]", vocab, d["num_draft_tokens"])
                 for b, r in enumerate(d["requests"])]
-    check_cells(sum(d["num_draft_tokens"] * (r.context_len + d["num_draft_tokens"]) for r in requests),
-                "the round's verify batch mask")
+    check_cells(sum(d["num_draft_tokens"] * (r.context_len + d["num_draft_tokens"]) for r in requests
+                    if r is not None), "the round's verify batch mask")
     # checked once made: a request without a budget of its own (an older trace) then has the round's
     record = RoundRecord(requests=requests, times=dict(times), **{k: d[k] for k in _ROUND_SCHEMA})
-    for b, r in enumerate(record.requests):
+    _check_budgets(record)
+    return record
+
+
+def _check_budgets(record: RoundRecord) -> None:
+    """The budgets against the trees and the verify rows, as a session makes them (ddtree.session): the round's
+    budget is the largest of its requests' (of every request: a finished one, None, may have had it); a DDTree
+    round verifies budget + 1 rows per request; a request's tree has at most its budget's nodes below the root, and
+    fewer only where the heap ran out of candidates of probability > 0 (ddtree.tree.build_tree), which the recorded
+    draft ranks must not contradict (ddtree.analysis counts such a tree as exact at every budget)."""
+    present = [(b, r) for b, r in enumerate(record.requests) if r is not None]
+    for b, r in present:
         if r.budget > record.budget:
             raise ValueError(f"requests[{b}].budget must be at most the round's budget {record.budget} (the largest "
                              f"of its requests'), got {r.budget}")
@@ -348,4 +362,35 @@ def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
         if not method_ok:
             raise ValueError(f"requests[{b}]: the tree does not fit method {record.method!r} (ar: the root alone and "
                              "no draft rows; dflash: a chain; ddtree: at most its budget's nodes below the root)")
-    return record
+    largest = max(r.budget for _, r in present)
+    if len(present) == len(record.requests) and record.budget != largest:
+        raise ValueError(f"budget must be the largest of its requests' budgets ({largest}), got {record.budget}")
+    if record.method == "ddtree" and record.num_draft_tokens != record.budget + 1:
+        raise ValueError(f"num_draft_tokens must be budget + 1 = {record.budget + 1} in a 'ddtree' round (the verify "
+                         f"rows of its largest tree), got {record.num_draft_tokens}")
+    if record.method == "ddtree":
+        for b, r in present:
+            if r.n_nodes - 1 < r.budget and r.draft_top_logprobs:
+                _check_exhausted(r, f"requests[{b}]")
+
+
+def _check_exhausted(req: RequestRound, where: str) -> None:
+    """A DDTree tree with fewer nodes than its budget allows: build_tree stopped because no candidate of probability
+    > 0 was left. Its candidates are each node's first child (rank 0 one depth down, while the draft is deeper) and
+    each node's next sibling (rank + 1 at its depth); every one the tree lacks must have probability 0 where the
+    record's draft top-K tells (ranks past the top-K are unknown)."""
+    logq = [sorted(row, reverse=True) for row in req.draft_top_logprobs]  # [depth][K] best first
+    tree = req.tree
+    parents, depths, ranks = tree.parents.tolist(), tree.depths.tolist(), tree.ranks.tolist()
+    held = {(parents[i], ranks[i]) for i in range(1, tree.n_nodes)}
+    for i in range(tree.n_nodes):
+        candidates = [(i, 0, depths[i] + 1)] + ([(parents[i], ranks[i] + 1, depths[i])] if i else [])
+        for parent, rank, depth in candidates:
+            if (parent, rank) in held or depth > len(logq) or rank >= len(logq[depth - 1]):
+                continue
+            if logq[depth - 1][rank] > ZERO_LOGPROB:
+                raise ValueError(
+                    f"{where}: its tree has {tree.n_nodes} nodes, fewer than its budget {req.budget} + 1, so the heap "
+                    f"would have run out of candidates; but draft_top_logprobs gives depth {depth}'s rank {rank} "
+                    f"(a child of node {parent}) probability > 0 ({logq[depth - 1][rank]:.3g}), which it would have "
+                    "added: the budget contradicts the tree")

@@ -2,9 +2,11 @@
 
 Each request keeps its own target cache (ddtree.models.TargetCache) and drafter context. A round drafts, builds,
 packs (padded to num_draft_tokens rows, as a serving engine would), verifies with ONE target forward per request
-under the ancestor mask at positions context + depth, and walks every request before anything is committed: if
-any stage fails, the verify rows are cropped from the caches and the session is as it was. Then the accepted
-entries are kept in the target cache (compaction) and their target features extend the drafter's context.
+under the ancestor mask at positions context + depth, and walks every request before anything is committed. Then
+the accepted entries are kept in the target cache (compaction) and their target features extend the drafter's
+context. A round that fails at any stage (or a session that cannot commit it: `cancel`) is undone: the target caches
+are cropped to the committed tokens and the drafter's contexts and the budget choice put back. Requests a session
+has finished (`active` False) take no part in a round: no tree, no rows, no context.
 Invariant between rounds: a request's caches hold every committed token but the last (the bonus, which roots the
 next tree).
 
@@ -16,6 +18,7 @@ other) unless the session was given one.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import NamedTuple
 
@@ -40,17 +43,27 @@ class RequestVerified(NamedTuple):
     result: VerifyResult
 
 
+class Before(NamedTuple):
+    """What a round changes in the reference backend, as it was before the round."""
+    draft_caches: list  # shallow copies (extend_context replaces tensors, never writes into them)
+    auto: AutoBudget | None
+    unobserved: list
+    warm: bool
+
+
 class Ran(NamedTuple):
-    """A round the reference ran (ReferenceBackend.start), read by finish."""
+    """A round the reference ran (ReferenceBackend.start), read by finish or undone by cancel."""
     settings: Settings
-    verified: list[RequestVerified]  # per request
+    verified: list[RequestVerified | None]  # per request (None: not active this round)
     times: dict[str, float]
     rows: int
     budget: int | None  # budget="auto": the budget chosen
+    before: Before  # the backend's state before the round
 
 
 class ReferenceBackend:
     name = "reference"
+    runs_finished = False  # a round skips requests the session has finished
 
     def __init__(self, pair, batch: int, max_len: int, *, budget_costs: BudgetCosts | None = None):
         self.pair, self.max_len = pair, max_len
@@ -96,52 +109,60 @@ class ReferenceBackend:
             last.append(logits[-1])
         return torch.stack(last)
 
-    def start(self, settings: Settings, tokens: list[list[int]], coins) -> Ran:
-        """One round of every request, run to the end (the reference waits for every stage); `tokens[b]` its
-        committed tokens, `coins  # [2, B, Q]` (sampled) or None."""
+    def start(self, settings: Settings, tokens: list[list[int]], coins, active: list[bool]) -> Ran:
+        """One round of every active request, run to the end (the reference waits for every stage); `tokens[b]` its
+        committed tokens, `coins  # [2, B, Q]` (sampled) or None. Any failure (or interrupt) puts the caches back
+        as they were and is raised."""
+        before = Before([None if c is None else dataclasses.replace(c, keys=list(c.keys), values=list(c.values),
+                                                                    positions=list(c.positions))
+                         for c in self.draft_caches], self.auto, self.unobserved, self.warm)
+        try:
+            return self._run(settings, tokens, coins, active, before)
+        except BaseException:
+            self._restore(before, tokens)
+            raise
+
+    def _run(self, settings: Settings, tokens: list[list[int]], coins, active: list[bool], before: Before) -> Ran:
         pair, batch = self.pair, len(tokens)
         t0, times = time.perf_counter(), dict.fromkeys(STAGES, 0.0)
         budgets, chosen = settings.budgets(batch), None
+        running = [b for b in range(batch) if active[b]]
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:
                 self.auto = AutoBudget(self.given_costs or BudgetCosts(AUTO_BUDGETS, self.measure_costs(AUTO_BUDGETS)))
             auto = self.auto.copy()  # kept only if the round succeeds
-            chosen, pending = auto.choose_next(self.unobserved, batch)
+            chosen, pending = auto.choose_next(self.unobserved, len(running))
             build = lookahead(auto.costs.budgets, chosen)
             budgets = [build] * batch
-        drafted = []  # per request: (draft logits, tree)
-        for b, toks in enumerate(tokens):
+        drafted = {}  # per active request: (draft logits, tree)
+        for b in running:
+            root = tokens[b][-1]
             with timed(times, "draft", pair.device):
-                dlogits = None if settings.method == "ar" else draft_logits(pair, toks[-1], self.draft_caches[b])
+                dlogits = None if settings.method == "ar" else draft_logits(pair, root, self.draft_caches[b])
             with timed(times, "tree", pair.device):
-                drafted.append((dlogits, draft_tree(settings, dlogits, toks[-1], budgets[b])))  # [depth, V] -> tree
+                drafted[b] = (dlogits, draft_tree(settings, dlogits, root, budgets[b]))  # [depth, V] -> tree
         q = num_draft_tokens(settings, pair)
         if settings.auto:
             with timed(times, "tree", pair.device):
                 candidates = torch.tensor(auto.costs.budgets)
-                expected = sum(expected_accepts(t.node_logws[None], candidates, build)[0] for _, t in drafted).tolist()
-                drafted = [(d, t.first(chosen + 1)) for d, t in drafted]
+                expected = sum(expected_accepts(t.node_logws[None], candidates, build)[0]
+                               for _, t in drafted.values()).tolist()
+                drafted = {b: (d, t.first(chosen + 1)) for b, (d, t) in drafted.items()}
             q = chosen + 1
-        verified: list[RequestVerified] = []
-        try:
-            for b, (toks, (dlogits, tree)) in enumerate(zip(tokens, drafted)):
-                ctx = len(toks) - 1
-                with timed(times, "pack", pair.device):
-                    packed = pack_verify_batch([tree], [ctx], q)
-                    mask = expected_mask(packed, 0)  # [q, ctx + q]
-                with timed(times, "verify", pair.device):
-                    logits, features = target_forward(pair.target, packed.input_ids, packed.positions,
-                                                      mask.to(pair.device), self.target_caches[b],
-                                                      pair.target_layer_ids)
-                with timed(times, "walk", pair.device):
-                    result = walk(settings, tree, logits[:tree.n_nodes], None if coins is None else coins[:, b])
-                verified.append(RequestVerified(ctx, tree, dlogits, packed, logits[:tree.n_nodes], features, result))
-        except Exception:
-            for cache, toks in zip(self.target_caches, tokens):  # drop the verify rows of every request
-                if cache.length > len(toks) - 1:
-                    cache.crop(len(toks) - 1)
-            raise
-        for b, (ctx, tree, dlogits, packed, logits, features, result) in enumerate(verified):
+        verified: list[RequestVerified | None] = [None] * batch
+        for b, (dlogits, tree) in drafted.items():
+            ctx = len(tokens[b]) - 1
+            with timed(times, "pack", pair.device):
+                packed = pack_verify_batch([tree], [ctx], q)
+                mask = expected_mask(packed, 0)  # [q, ctx + q]
+            with timed(times, "verify", pair.device):
+                logits, features = target_forward(pair.target, packed.input_ids, packed.positions,
+                                                  mask.to(pair.device), self.target_caches[b], pair.target_layer_ids)
+            with timed(times, "walk", pair.device):
+                result = walk(settings, tree, logits[:tree.n_nodes], None if coins is None else coins[:, b])
+            verified[b] = RequestVerified(ctx, tree, dlogits, packed, logits[:tree.n_nodes], features, result)
+        for b in running:  # every request walked: commit
+            ctx, tree, dlogits, packed, logits, features, result = verified[b]
             with timed(times, "commit", pair.device):
                 self.target_caches[b].compact(ctx, result.accepted)
                 if self.draft_caches[b] is not None:
@@ -149,19 +170,33 @@ class ReferenceBackend:
                     pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
                                                 ctx + tree.depths[kept])
         if settings.auto:  # what each candidate's tree accepted: the accepted nodes in its rows (ddtree.budget)
-            within = sum(accepted_within(torch.tensor([v.result.accepted]), candidates)[0] for v in verified).tolist()
+            within = sum(accepted_within(torch.tensor([verified[b].result.accepted]), candidates)[0]
+                         for b in running).tolist()
             overhead = time.perf_counter() - t0 - times["verify"] if self.warm else None
             self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen)]
         self.warm = True
-        return Ran(settings, verified, times, q, chosen)
+        return Ran(settings, verified, times, q, chosen, before)
 
     def finish(self, ran: Ran, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
         """The outcome of a round start() ran; records (`top_k`) from its host copies."""
         requests = [] if top_k is None else [
-            request_round(self.pair, ran.settings, ctx, tree, dlogits, packed.input_ids, packed.positions, logits,
-                          result, top_k) for ctx, tree, dlogits, packed, logits, features, result in ran.verified]
-        return RoundOutcome(committed=[v.result.committed for v in ran.verified], times=ran.times, rows=ran.rows,
-                            requests=requests, budget=ran.budget)
+            None if v is None else request_round(self.pair, ran.settings, v.ctx, v.tree, v.dlogits,
+                                                 v.packed.input_ids, v.packed.positions, v.logits, v.result, top_k)
+            for v in ran.verified]
+        return RoundOutcome(committed=[[] if v is None else v.result.committed for v in ran.verified],
+                            times=ran.times, rows=ran.rows, requests=requests, budget=ran.budget)
+
+    def cancel(self, flights: list[Ran], tokens: list[list[int]]) -> None:
+        """Undo rounds that ran (oldest first) and were not committed by the session: the caches and the budget
+        choice go back to `tokens` (every request's committed tokens), as before the oldest."""
+        self._restore(flights[0].before, tokens)
+
+    def _restore(self, before: Before, tokens: list[list[int]]) -> None:
+        for cache, toks in zip(self.target_caches, tokens):  # the rows a round verified or kept
+            if cache.length > len(toks) - 1:
+                cache.crop(len(toks) - 1)
+        self.draft_caches = list(before.draft_caches)
+        self.auto, self.unobserved, self.warm = before.auto, before.unobserved, before.warm
 
     def fork(self) -> ReferenceBackend:
         twin = object.__new__(ReferenceBackend)

@@ -12,14 +12,14 @@ import gzip
 import html
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ddtree.record import RoundRecord
+from ddtree.files import atomic_write
+from ddtree.record import RoundRecord, rounds_of
 from ddtree.text import format_rounds
 from ddtree.widgets.analysis_figures import acceptance_section, calibration_section, rank_depth_section
 from ddtree.widgets.figures import (STAGES, VIEW_CSS, draft_html, logweight_figure, path_html, stage_caption,
@@ -94,7 +94,11 @@ def render_html(records: list[RoundRecord], *, title: str = "DDTree report", pro
     if isinstance(request, bool) or not isinstance(request, int) or \
             not all(0 <= request < len(r.requests) for r in records):
         raise ValueError(f"request must be a request index present in every record, got {request!r}")
-    lengths = [r.requests[request].acceptance_length for r in records]
+    alone = rounds_of(records, request)  # the rounds it took part in (Session.run stops a finished request)
+    if not alone:
+        raise ValueError(f"request {request} took part in none of the {len(records)} rounds")
+    records = [r for r in records if r.requests[request] is not None]
+    lengths = [r.requests[0].acceptance_length for r in alone]
     tokens = sum(lengths)
     renderer = "graphviz SVG" if has_dot() else "plotly layout (graphviz `dot` not found)"
     body = [f"<h1>{html.escape(title)}</h1>",
@@ -104,12 +108,12 @@ def render_html(records: list[RoundRecord], *, title: str = "DDTree report", pro
             "rows. Hover a node for its path, draft probability per depth and target probability. A round's "
             "section draws when you open it.</p>",
             "<h2>Committed text</h2>", path_html(records, prompt_text=prompt_text, request=request),
-            "<h2>Rounds</h2>", f"<pre>{html.escape(format_rounds([_only(r, request) for r in records]))}</pre>"]
+            "<h2>Rounds</h2>", f"<pre>{html.escape(format_rounds(alone))}</pre>"]
     if sweep_rows:
         body += ["<h2>Budget sweep</h2>", _plot(sweep_figure(sweep_rows))]
-    body += acceptance_section(records, request=request)
-    body += rank_depth_section(records, request=request)
-    body += calibration_section(records, request=request)
+    body += acceptance_section(alone, request=0)
+    body += rank_depth_section(alone, request=0)
+    body += calibration_section(alone, request=0)
     rounds = []
     for k, rec in enumerate(records):
         req = rec.requests[request]
@@ -132,7 +136,7 @@ def _round_html(rec: RoundRecord, request: int) -> str:
     req = rec.requests[request]
     story = "".join(f"<li>{stage_caption(rec, s, request=request)}</li>" for s in STAGES)
     tree = f"<div class='tree'>{tree_svg(req)}</div>" if has_dot() else _plot(tree_figure(req))
-    grid = mask_grid(batch_of(rec), request)
+    grid = mask_grid(batch_of(rec), rec.took_part.index(request))  # the batch of the requests that took part
     mask = mask_figure(grid, title=f"verify mask, round {rec.index}", accepted=req.accepted,
                        row_labels=row_labels(rec, request), width=560, height=520)
     return (f"{stats_html(rec, request=request)}<ol class='story'>{story}</ol><details><summary style='font-weight:"
@@ -142,9 +146,10 @@ def _round_html(rec: RoundRecord, request: int) -> str:
 
 
 def write_html(records: list[RoundRecord], path, **options) -> Path:
-    """Write render_html(records, **options) to `path`; returns the path."""
+    """Write render_html(records, **options) to `path`, atomically (a failed write leaves a report already there as
+    it was); returns the path."""
     path = Path(path)
-    path.write_text(render_html(records, **options), encoding="utf-8")
+    atomic_write(path, render_html(records, **options), "report")
     return path
 
 
@@ -158,6 +163,3 @@ def _pack(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()
 
 
-def _only(record: RoundRecord, request: int) -> RoundRecord:
-    """The record with `request` as its only request (format_rounds reads the first)."""
-    return replace(record, requests=[record.requests[request]])

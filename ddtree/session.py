@@ -24,7 +24,7 @@ from typing import NamedTuple
 import torch
 from tqdm.auto import tqdm
 
-from ddtree._checks import check_int
+from ddtree._checks import check_bool, check_int
 from ddtree.budget import BudgetCosts
 from ddtree.engine.backend import NativeBackend
 from ddtree.generation import Generation, eos_index, make_generation
@@ -40,9 +40,10 @@ NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "pa
 
 
 class Started(NamedTuple):
-    """A round a backend started: its handle and the random state before its coins were drawn."""
+    """A round a backend started: its handle, the random state before its coins were drawn, the requests in it."""
     flight: object  # the backend's handle (NativeBackend.start / ReferenceBackend.start)
     generator_state: torch.Tensor
+    active: list[bool]  # [B] False: a request run() has finished (it takes no part: no commit, no record)
 
 
 class Session:
@@ -53,7 +54,9 @@ class Session:
     chosen from the drafter's confidence and the verify cost per budget, see ddtree.budget; budget_costs gives that
     cost table, a BudgetCosts for this batch size, instead of measuring it on the first round), verify ("greedy",
     "sampled"), temperature, top_p, seed, chat (apply the chat template to string prompts), backend ("auto", "reference",
-    "native"), max_len (cache entries per request; default the target's context, on the native engine the longest
+    "native"), special_tokens ("text": special-token strings in string prompts, such as "<|im_end|>", are plain text,
+    the default; "control": they are the control tokens they name, e.g. for prompts templated by hand with
+    chat=False; see ModelPair.encode), max_len (cache entries per request; default the target's context, on the native engine the longest
     prompt + 1024 capped at it), record (False keeps only tokens: records without requests, for benchmarks),
     record_top_k (draft and target top-K kept per depth / node in records). Native engine only: attention ("auto",
     "triton", "torch", "custom_mask": the serving engine's flat mask + mask_indptr), cuda_graphs (replay each round
@@ -71,7 +74,7 @@ class Session:
     def __init__(self, pair, prompt_or_prompts, *, method: str = "ddtree", budget=32, verify: str = "greedy",
                  temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, chat: bool = True,
                  backend: str = "auto", max_len: int | None = None, record: bool = True, record_top_k: int = TOP_K,
-                 budget_costs: BudgetCosts | None = None, **native_options):
+                 budget_costs: BudgetCosts | None = None, special_tokens: str = "text", **native_options):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         unknown = set(native_options) - set(NATIVE_DEFAULTS)
@@ -79,6 +82,10 @@ class Session:
             raise ValueError(f"unknown Session options {sorted(unknown)}")
         if backend == "auto":
             backend = "native" if pair.device.type == "cuda" else "reference"
+        for name in ("cuda_graphs", "exact", "fused", "overlap"):
+            if name in native_options:
+                check_bool(name, native_options[name], allow_none=name in ("fused", "overlap"))
+        chat, record = check_bool("chat", chat), check_bool("record", record)
         if backend == "reference" and any(native_options.get(k, v) != v for k, v in NATIVE_DEFAULTS.items()):
             raise ValueError(f"{sorted(native_options)} apply to backend='native' only")
         prompts = as_prompt_list(prompt_or_prompts)
@@ -94,11 +101,11 @@ class Session:
                 raise ValueError(f"budget_costs.budgets must be at most {self.settings.max_budget}, got "
                                  f"{max(budget_costs.budgets)}")
         self.generator = new_generator(pair.device, seed)
-        self.record = bool(record)
+        self.record = record
         self.record_top_k = check_int("record_top_k", record_top_k, minimum=1)
         limit = pair.max_context if max_len is None else min(check_int("max_len", max_len, minimum=1),
                                                              pair.max_context)
-        ids = encode_prompts(pair, prompts, chat, self.settings, limit)
+        ids = encode_prompts(pair, prompts, chat, self.settings, limit, special_tokens)
         if max_len is None and backend == "native":  # a static cache: room for 1024 tokens and a round past the
             rows = max(num_draft_tokens(self.settings, pair), pair.block_size if pair.drafter is not None else 1)
             limit = min(limit, max(len(x) for x in ids) + 1024 + rows)  # longest prompt
@@ -106,8 +113,6 @@ class Session:
         if backend == "native":
             options = NATIVE_DEFAULTS | native_options
             overlap = options.pop("overlap")
-            if overlap is not None and not isinstance(overlap, bool):
-                raise ValueError(f"overlap must be True, False or None (the default), got {overlap!r}")
             self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs, **options)
             hosted = self.backend.decoder.attention == "custom_mask"
             if overlap and (self.record or hosted):
@@ -153,56 +158,97 @@ class Session:
     def step(self, *, probe: bool = False) -> RoundRecord:
         """Run one round of every request and return its record. `probe=True` (native backend) also recovers the
         mask the attention kernel effectively applied to every request (record.kernel.applied). If the round
-        fails, tokens, caches, records and the random state stay as they were."""
+        fails at any stage, before or after the backend's commit, or is interrupted (KeyboardInterrupt included),
+        tokens, caches, records and the random state are put back as they were and the error is raised."""
         if probe and self.backend.name != "native":
             raise ValueError("probe=True needs backend='native' (it probes the engine's attention kernel)")
-        return self._finish(self._start(), bool(probe))
-
-    def _start(self, in_flight: int = 0) -> Started:
-        """Start a round; `in_flight` tokens the round before it may still commit (its rows: room is kept for
-        them)."""
-        s, pair = self.settings, self.pair
-        for ctx in self.context_lens:
-            check_room(pair, s, ctx + in_flight, self.backend.max_len)
-        state = self.generator.get_state()
-        coins = draw_coins(self.generator, self.batch_size, num_draft_tokens(s, pair), pair.device) \
-            if s.sampled else None
+        started = self._start()
         try:
-            return Started(self.backend.start(s, self.tokens, coins), state)
-        except Exception as e:
-            self.generator.set_state(state)
-            raise self._round_error(e) from e
+            return self._finish(started, bool(probe))
+        except BaseException:
+            self._undo([started])
+            raise
 
-    def _finish(self, started: Started, probe: bool) -> RoundRecord:
+    def _start(self, in_flight: int = 0, active: list[bool] | None = None) -> Started:
+        """Start a round of the `active` requests (default all); `in_flight` tokens the round before it may still
+        commit (its rows: room is kept for them, in every request whose rows the backend computes). A backend's
+        start that fails leaves its state as it was; the random state is put back here."""
+        s, pair = self.settings, self.pair
+        active = [True] * self.batch_size if active is None else active
+        for ctx, on in zip(self.context_lens, active):
+            if on or self.backend.runs_finished:
+                check_room(pair, s, ctx + in_flight, self.backend.max_len)
+        state = self.generator.get_state()
+        try:
+            coins = draw_coins(self.generator, self.batch_size, num_draft_tokens(s, pair), pair.device) \
+                if s.sampled else None
+            return Started(self.backend.start(s, self.tokens, coins, active), state, active)
+        except BaseException as e:
+            self.generator.set_state(state)
+            numbered = self._numbered(e)
+            if numbered is e:
+                raise
+            raise numbered from e
+
+    def _full(self) -> list[bool]:
+        """Per request: whether its context has no room for another round."""
+        full = []
+        for ctx in self.context_lens:
+            try:
+                check_room(self.pair, self.settings, ctx, self.backend.max_len)
+                full.append(False)
+            except ContextFull:
+                full.append(True)
+        return full
+
+    def _finish(self, started: Started, probe: bool, finished: list[bool] | None = None) -> RoundRecord:
+        """Read a started round and commit it. Everything that can fail (the backend's readback, the records, their
+        text) runs before the session's own state changes, in one assignment; on failure the caller undoes the
+        round (`_undo`), whose device commit has happened. `finished[b]`: request b was done before this round
+        (with overlap it was queued before the readback that finished it): its commit is dropped (`park`)."""
         s = self.settings
+        drop = [b for b, (on, done) in enumerate(zip(started.active, finished or [False] * self.batch_size))
+                if on and done]
+        active = [on and b not in drop for b, on in enumerate(started.active)]
         try:
             outcome = self.backend.finish(started.flight, self.tokens, self.record_top_k if self.record else None,
                                           probe)
-        except Exception as e:
-            self.generator.set_state(started.generator_state)
-            raise self._round_error(e) from e
-        for b, committed in enumerate(outcome.committed):
-            self.tokens[b] += committed
-            self.acceptance_lengths[b].append(len(committed))
-        budgets = s.budgets(self.batch_size) if outcome.budget is None else [outcome.budget] * self.batch_size
-        record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify, temperature=s.temperature,
-                             top_p=s.top_p, budget=max(budgets), num_draft_tokens=outcome.rows, times=outcome.times,
-                             requests=[dataclasses.replace(r, budget=n) for r, n in zip(outcome.requests, budgets)],
-                             kernel=outcome.kernel)
+            budgets = s.budgets(self.batch_size) if outcome.budget is None else [outcome.budget] * self.batch_size
+            requests = [None if r is None or not on else dataclasses.replace(r, budget=n)
+                        for r, n, on in zip(outcome.requests, budgets, active)]
+            record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify,
+                                 temperature=s.temperature, top_p=s.top_p, budget=max(budgets),
+                                 num_draft_tokens=outcome.rows, times=outcome.times, requests=requests,
+                                 kernel=outcome.kernel)
+            tokens = [t + c if on else t for t, c, on in zip(self.tokens, outcome.committed, active)]
+            lengths = [a + [len(c)] if on else a for a, c, on in zip(self.acceptance_lengths, outcome.committed,
+                                                                         active)]
+            if drop:
+                self.backend.park(drop, self.tokens)
+        except ValueError as e:
+            numbered = self._numbered(e)
+            if numbered is e:
+                raise
+            raise numbered from e
+        self.tokens, self.acceptance_lengths = tokens, lengths
         self.records.append(record)
         return record
 
-    def _round_error(self, e: Exception) -> Exception:
+    def _numbered(self, e: BaseException) -> BaseException:
+        """A round's ValueError with the round's index in front; any other error as it is."""
         if isinstance(e, ValueError) and not isinstance(e, ContextFull):
             return ValueError(f"round {len(self.records)}: {e}")
         return e
 
     def run(self, max_new_tokens: int, *, stop_on_eos: bool = True, progress: bool = False) -> list[Generation]:
         """Step until every request has `max_new_tokens` generated tokens (counting those already generated) or,
-        when stop_on_eos, has committed an EOS token, or a context is full -> one Generation per request (its
-        tokens cut at max_new_tokens and after EOS). With overlap (native engine) each round is queued before the
-        previous one is read back; the one queued past the end is undone, so the session continues as if it had
-        stepped."""
+        when stop_on_eos, has committed an EOS token, or its context is full -> one Generation per request (its
+        tokens cut at max_new_tokens and after EOS). A request that is done takes no part in later rounds (no
+        commit, no context, no record: its entry in their records is None; on the reference backend no tree and no
+        rows either), so each request of a greedy batch gets what it gets alone. With overlap (native engine) each
+        round is queued before the previous one is read back (a request may run one round already queued when it
+        finished; its tokens are cut); the one queued past the end is undone, so the session continues as if it
+        had stepped."""
         max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
         first_record = len(self.records)
         eos = self.pair.eos_token_ids
@@ -210,45 +256,54 @@ class Session:
         def done(gen: list[int]) -> bool:
             return len(gen) >= max_new_tokens or (stop_on_eos and eos_index(gen, eos) is not None)
 
-        stopped = "max_new_tokens"
+        stopped = ["max_new_tokens"] * self.batch_size  # per request; "context" once its context is full
+        first_round = [len(a) for a in self.acceptance_lengths]
         unit, total = ("tok", max_new_tokens) if self.batch_size == 1 else ("req", self.batch_size)
         bar = tqdm(total=total, desc=f"{self.settings.method} decoding", unit=unit, disable=not progress)
         flying: list[Started] = []  # rounds started and not yet read back, oldest first (two with overlap)
         t0 = time.perf_counter()
         try:
-            while not all(done(g) for g in self.generated):
-                if not flying:
-                    try:
-                        flying.append(self._start())
-                    except ContextFull:
-                        stopped = "context"
+            while True:  # finished requests take no part in later rounds
+                active = [why != "context" and not done(g) for why, g in zip(stopped, self.generated)]
+                if not flying:  # a full context stops its request (every request where the backend computes the
+                    full = self._full()  # rows of every request, finished or not)
+                    blocked = self.backend.runs_finished and any(full)
+                    for b in range(self.batch_size):
+                        if active[b] and (full[b] or blocked):
+                            active[b], stopped[b] = False, "context"
+                    if not any(active):
                         break
+                    flying.append(self._start(active=active))
+                elif not any(active):
+                    break
                 if self.overlap:
                     try:
-                        flying.append(self._start(in_flight=num_draft_tokens(self.settings, self.pair)))
+                        flying.append(self._start(num_draft_tokens(self.settings, self.pair), active))
                     except ContextFull:  # near the end of the context: this round is read first
                         pass
-                self._finish(flying[0], False)
-                flying.pop(0)
+                started = flying.pop(0)
+                try:
+                    self._finish(started, False, [done(g) for g in self.generated])
+                except BaseException:
+                    flying.insert(0, started)
+                    raise
                 now = min(len(self.generated[0]), max_new_tokens) if self.batch_size == 1 else \
                     sum(done(g) for g in self.generated)
                 bar.update(now - bar.n)
-        finally:
-            if self.overlap:  # the round queued past the end (or behind a failure or an interrupt)
-                self._undo(flying)
+        finally:  # rounds queued past the end, or behind a failure or an interrupt
+            self._undo(flying)
         bar.close()
         wall = time.perf_counter() - t0
-        rounds = len(self.records) - first_record
-        return [make_generation(self.pair, gen, self.records[first_record:], lengths[len(lengths) - rounds:],
-                                self.times["prefill"], wall, max_new_tokens, stop_on_eos, stopped)
-                for gen, lengths in zip(self.generated, self.acceptance_lengths)]
+        records = self.records[first_record:]
+        return [make_generation(self.pair, gen, records, lengths[start:], self.times["prefill"], wall,
+                                max_new_tokens, stop_on_eos, why)
+                for gen, lengths, start, why in zip(self.generated, self.acceptance_lengths, first_round, stopped)]
 
     def _undo(self, flying: list[Started]) -> None:
-        """Undo native rounds started and not read back (newest first): caches, roots and the random state go back
-        to the committed tokens, as before the oldest of them."""
-        for started in reversed(flying):
-            self.backend.cancel(started.flight, self.tokens)
+        """Undo rounds started and not committed (oldest first; a round whose commit failed included): caches,
+        roots and the random state go back to the committed tokens, as before the oldest of them."""
         if flying:
+            self.backend.cancel([started.flight for started in flying], self.tokens)
             self.generator.set_state(flying[0].generator_state)
 
     def fork(self, **overrides) -> Session:

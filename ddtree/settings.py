@@ -119,13 +119,18 @@ def check_room(pair, settings: Settings, ctx: int, limit: int) -> None:
         raise ContextFull(f"context full: {ctx} committed tokens + {rows} draft rows exceed the context of {limit}")
 
 
-def encode_prompts(pair, prompts, chat: bool, settings: Settings, limit: int) -> list[list[int]]:
-    """Token ids of every prompt (a string, chat template applied when `chat`, or token ids), checked against the
-    vocabulary and the context `limit` (room for one round included)."""
+def encode_prompts(pair, prompts, chat: bool, settings: Settings, limit: int,
+                   special_tokens: str = "text") -> list[list[int]]:
+    """Token ids of every prompt (a string, chat template applied when `chat`, special-token text read as
+    `special_tokens` says: ModelPair.encode; or token ids), checked against the vocabulary and the context `limit`
+    (room for one round included)."""
     out = []
     for b, prompt in enumerate(prompts):
         if isinstance(prompt, str) and prompt:
-            ids = pair.encode(prompt, chat=chat)
+            try:
+                ids = pair.encode(prompt, chat=chat, special_tokens=special_tokens)
+            except ValueError as e:
+                raise ValueError(f"prompts[{b}]: {e}") from None
         elif isinstance(prompt, (list, tuple)) and prompt and all(
                 isinstance(t, int) and not isinstance(t, bool) for t in prompt):
             ids = list(prompt)

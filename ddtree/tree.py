@@ -325,7 +325,9 @@ class TreeBatch(NamedTuple):
 
     def first(self, rows: int) -> TreeBatch:
         """The first `rows` rows of every tree (contiguous copies): DDTree's nodes come in pop order, so a tree's
-        first rows are the tree of budget rows - 1. No host synchronisation."""
+        first rows are the tree of budget rows - 1. `rows`: an int in [1, Q] (the root's row is always kept). No
+        host synchronisation."""
+        rows = check_int("rows", rows, minimum=1, maximum=self.tokens.shape[1])
         return TreeBatch(*(x[:, :rows].contiguous() for x in self[:5]), self.n_nodes.clamp_max(rows))
 
     def truncate(self, n_nodes: torch.Tensor) -> TreeBatch:

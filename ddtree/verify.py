@@ -53,8 +53,14 @@ def sampling_probs(logits: torch.Tensor, temperature: float, top_p: float = 1.0)
 def tempered_probs(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
     """sampling_probs without its checks, so without a host synchronisation: the device round's walk, which a CUDA
     graph replays, calls this (its settings were checked when the session was made; NaN logits are flagged by the
-    round itself)."""
-    probs = torch.softmax(logits.double() / temperature, dim=-1)
+    round itself).
+
+    The logits are shifted by their row maximum before the division: logits / temperature can overflow float64 at
+    a tiny temperature (5e-324) or on huge logits, and inf - inf is NaN, while (logits - max) / temperature is in
+    [-inf, 0] with 0 at the maximum. So a temperature -> 0 gives the argmax limit (ties share the mass), as
+    build_tree's draft_temperature does, with no host synchronisation."""
+    x = logits.double()
+    probs = torch.softmax((x - x.amax(dim=-1, keepdim=True)) / temperature, dim=-1)
     if top_p < 1.0:
         sorted_p, order = torch.sort(probs, dim=-1, descending=True, stable=True)
         drop = sorted_p.cumsum(-1) - sorted_p >= top_p  # keep the smallest prefix whose mass reaches top_p
@@ -95,6 +101,9 @@ def verify_sampled(tree: DraftTree, target_logits: torch.Tensor, temperature: fl
     elif not isinstance(coins, torch.Tensor) or tuple(coins.shape) != (2, n) or not coins.is_floating_point():
         raise ValueError(f"coins must be a float tensor [2, n_nodes] = [2, {n}], got "
                          f"{tuple(coins.shape) if isinstance(coins, torch.Tensor) else type(coins).__name__}")
+    elif not bool(((coins >= 0) & (coins < 1)).all()):  # NaN fails both comparisons
+        bad = coins[~((coins >= 0) & (coins < 1))][0].item()
+        raise ValueError(f"coins must be uniforms in [0, 1) (finite), got {bad!r}")
     from ddtree.kernels.tree_verify import verify_sampled_tree_ref  # the rule's one reference, beside its kernel
     _, next_token, next_sibling = retrieve_encoding(tree)
     probs = sampling_probs(target_logits, temperature, top_p).cpu()  # [n, vocab] float64; a short walk: on the host

@@ -165,3 +165,60 @@ def test_batch_masks_name_a_bad_request_index(b):
     for fn in (ddtree.expected_mask, ddtree.effective_mask):
         with pytest.raises(ValueError, match="request index"):
             fn(batch, b)
+
+
+# ------------------------------------------------------------------------------------------------ issue 43
+@pytest.mark.parametrize("value", [-1.0, math.nan, 2.0, 1.0, math.inf, -math.inf])
+def test_verify_sampled_coins_must_be_uniforms_in_0_1(value):
+    t = tree()
+    coins = torch.full((2, t.n_nodes), 0.5, dtype=torch.float64)
+    coins[1, 2] = value
+    with pytest.raises(ValueError, match=r"coins must be uniforms in \[0, 1\)"):
+        ddtree.verify_sampled(t, torch.randn(t.n_nodes, 50), 1.0, coins=coins)
+    coins[1, 2] = 0.0  # 0 is a uniform
+    assert ddtree.verify_sampled(t, torch.randn(t.n_nodes, 50), 1.0, coins=coins).accepted[0] == 0
+
+
+@pytest.mark.parametrize("rows", [0, -1, 1.5, True, 8])
+def test_tree_batch_first_keeps_the_root_and_at_most_its_rows(rows):
+    batch = ddtree.TreeBatch.from_trees([tree()], 7)
+    with pytest.raises(ValueError, match=r"rows must be an int in \[1, 7\]"):
+        batch.first(rows)
+    assert batch.first(1).n_nodes.tolist() == [1] and batch.first(7).tokens.shape == (1, 7)
+
+
+@pytest.mark.parametrize("value", ["no", "False", 0, 1, 1.0, None])
+def test_check_bool_refuses_what_is_not_a_bool(value):
+    from ddtree._checks import check_bool
+    with pytest.raises(ValueError, match="exact must be True or False"):
+        check_bool("exact", value)
+    assert check_bool("exact", True) is True and check_bool("fused", None, allow_none=True) is None
+
+
+def test_a_session_refuses_exact_no():
+    from ddtree.models import tiny_random_pair
+    with pytest.raises(ValueError, match="exact must be True or False"):
+        ddtree.Session(tiny_random_pair(0), "x", backend="native", exact="no")
+
+
+@pytest.mark.parametrize("temperature", [5e-324, 1e-320, 1e-300])
+def test_a_subnormal_sampling_temperature_is_the_argmax_limit(temperature):
+    logits = torch.randn(6, 40, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    p = ddtree.sampling_probs(logits, temperature, 0.9)
+    assert torch.equal(p, torch.nn.functional.one_hot(logits.argmax(-1), 40).double())
+    tie = ddtree.sampling_probs(torch.tensor([1.0, 3.0, 3.0, -math.inf]), temperature)
+    assert tie.tolist() == [0.0, 0.5, 0.5, 0.0]  # the limit shares the mass among equal maxima
+    huge = ddtree.sampling_probs(torch.tensor([0.0, 1e308], dtype=torch.float64), 0.5)  # 1e308 / 0.5 overflows
+    assert huge.tolist() == [0.0, 1.0]
+
+
+def test_a_subnormal_sampling_temperature_decodes_as_greedy():
+    """Temperature 5e-324 overflowed 1/T: the walk got NaN probabilities and the round failed with "bonus_token
+    must be an int >= 0, got -1". The sampled walk at T -> 0 is the greedy walk (as draft_temperature is)."""
+    from ddtree.models import tiny_random_pair
+    pair = tiny_random_pair(0)
+    for backend in ("reference", "native"):
+        cold = ddtree.Session(pair, "x", budget=4, verify="sampled", temperature=5e-324, backend=backend)
+        greedy = ddtree.Session(pair, "x", budget=4, backend=backend)
+        for _ in range(2):
+            assert cold.step().requests[0].committed == greedy.step().requests[0].committed

@@ -1,9 +1,11 @@
 """Issue 17, finding 6: the demo checks every option before loading anything and answers a bad value with one
 line on stderr (no traceback, no usage block); an unwritable report path is caught up front."""
+import os
 import subprocess
 import sys
 
 import pytest
+from hostile_files import unblocked
 
 import ddtree.demo
 import ddtree.models
@@ -52,6 +54,17 @@ def test_a_writable_report_path_is_checked_without_leaving_a_file(tmp_path):
     report.write_text("old")
     ddtree.demo.check_writable(report)
     assert report.read_text() == "old"
+    assert os.listdir(tmp_path) == ["r.html"]
+
+
+def test_a_report_path_that_is_a_named_pipe_is_one_line_not_a_hang(no_model, capsys, tmp_path):
+    """Issue 43: opening a named pipe given as --report, to check that it could be written, hung the demo."""
+    fifo = tmp_path / "r.html"
+    os.mkfifo(fifo)
+    exit_ = unblocked(lambda: ddtree.demo.main(["--report", str(fifo)]), fifo)
+    err = capsys.readouterr().err
+    assert isinstance(exit_, SystemExit) and exit_.code == 2 and err.count("\n") == 1
+    assert f"error: --report {fifo}: not a regular file (a directory, pipe or device); give a file path" in err
 
 
 def test_runtime_failures_are_one_line_too(monkeypatch, capsys, tmp_path):
@@ -71,3 +84,25 @@ def test_the_command_line_prints_no_traceback():
     out = subprocess.run([sys.executable, "-m", "ddtree.demo", "--budget", "-3"], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("budget", ["5", "1"])
+def test_synthetic_uses_the_budget_it_prints(capsys, budget):
+    """Issue 43: `--synthetic --budget 5` printed (and used) budget 12."""
+    ddtree.demo.main(["--synthetic", "--budget", budget])
+    out = capsys.readouterr().out
+    n = int(budget) + 1
+    assert f"budget {budget} (tree: {n} nodes, root included)" in out and f"num_draft_tokens {n})" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--synthetic", "--budget", "auto"], "--budget auto needs a model"),
+    (["--synthetic", "--budget", "0"], "--budget must be in [1, 4096], got 0"),
+    (["--synthetic", "--method", "ar"], "--synthetic runs one round with no model: --method would be ignored"),
+    (["--synthetic", "--temperature", "0.5", "--seed", "3"], "--temperature, --seed would be ignored"),
+])
+def test_synthetic_refuses_what_it_would_not_use(no_model, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        ddtree.demo.main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and message in err

@@ -8,6 +8,7 @@ import os
 
 import pytest
 import torch
+from hostile_files import run_limited, unblocked
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from ddtree.models import target as tm
@@ -109,6 +110,46 @@ def test_a_failed_rebuild_leaves_no_half_written_folder(cache, monkeypatch):
         tm.load_target()
     assert sorted(p.name for p in cache.parent.iterdir()) == [cache.name]  # no temporary folders left
     assert (cache / "model.safetensors").stat().st_size == 1000  # the old folder, not a half-written one
+
+
+def test_a_manifest_that_is_a_named_pipe_is_rebuilt_not_waited_on(cache):
+    """Issue 43: reading a FIFO manifest hung the loader."""
+    tm.embedded_cache_dir()
+    manifest = cache / tm.MANIFEST_FILE
+    manifest.unlink()
+    os.mkfifo(manifest)
+    assert unblocked(lambda: tm.cache_problem(cache), manifest) == "has an unreadable manifest"
+    with pytest.warns(UserWarning, match="unreadable manifest"):
+        tm.embedded_cache_dir()
+    assert tm.cache_problem(cache) is None and write_tiny.calls == 2
+
+
+def test_a_manifest_linked_to_dev_zero_is_refused_not_read(cache):
+    """Issue 43: a manifest symlinked to /dev/zero was read until the process was killed (22 GB); checked in a
+    fresh Python capped at 1 GB more memory, so that a flood fails there."""
+    tm.embedded_cache_dir()
+    (cache / tm.MANIFEST_FILE).unlink()
+    (cache / tm.MANIFEST_FILE).symlink_to("/dev/zero")
+    out = run_limited(f"""
+        from pathlib import Path
+        from ddtree.models import target as tm
+        limit(memory=2**30)
+        print(tm.cache_problem(Path({str(cache)!r})))
+        """)
+    assert out.returncode == 0 and out.stdout.strip() == "has an unreadable manifest", out.stderr[-2000:]
+    with pytest.warns(UserWarning, match="unreadable manifest"):
+        tm.embedded_cache_dir()
+    assert tm.cache_problem(cache) is None and not (cache / tm.MANIFEST_FILE).is_symlink()
+
+
+def test_a_ddtree_cache_that_is_a_file_is_a_value_error_naming_it(tmp_path, monkeypatch):
+    """Issue 43: it was a bare FileExistsError from deep in the conversion."""
+    (tmp_path / "file").write_text("not a folder")
+    for root in (tmp_path / "file", tmp_path / "file" / "below"):
+        monkeypatch.setenv("DDTREE_CACHE", str(root))
+        with pytest.raises(ValueError, match=f"^DDTREE_CACHE must be a folder .*got '{root}': {tmp_path / 'file'} "
+                                             "is a file$"):
+            tm.load_target()
 
 
 @pytest.mark.slow

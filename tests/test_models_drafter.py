@@ -1,12 +1,16 @@
 """DFlash drafter: checkpoint round trips, errors, and the forward against an independent dense implementation."""
+import errno
 import json
 import math
+import os
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from drafters import noisy_drafter
+from hostile_files import run_limited, unblocked
 
+from ddtree.files import MAX_JSON_BYTES
 from ddtree.models import DFlashConfig, DFlashDrafter
 
 WINDOW = 4
@@ -164,6 +168,45 @@ def test_sharded_save_round_trips(tmp_path):
     assert [p.name for p in tmp_path.glob("model*")] == ["model.safetensors"]
     with pytest.raises(ValueError, match="too small for tensor"):
         drafter.save_pretrained(tmp_path / "x", max_shard_mb=0.001)
+
+
+def test_a_save_stopped_part_way_keeps_the_checkpoint_it_would_replace(tmp_path):
+    """Issue 43: save_pretrained removed the old weights first and wrote in place, so a write stopped by the file-size
+    limit (as by a full disk) left a folder with no weights. Now every file is written atomically and old weights go
+    only once all new files are written."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    random_drafter(0).save_pretrained(old)
+    random_drafter(1).save_pretrained(new)
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+    out = run_limited(f"""
+        from ddtree.models import DFlashDrafter
+        drafter = DFlashDrafter.from_pretrained({str(new)!r})
+        limit(fsize=4096)
+        try:
+            drafter.save_pretrained({str(old)!r})
+        except OSError as e:
+            print(e)
+        """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith(f"[Errno {errno.EFBIG}] drafter weights {old / 'model.safetensors'}: not written")
+    assert {p.name: p.read_bytes() for p in old.iterdir()} == before  # no temp file either
+
+
+def test_json_files_are_read_only_when_regular_and_bounded(saved, tmp_path_factory):
+    """Issue 43: config.json and the weight index are read only as regular files of at most MAX_JSON_BYTES."""
+    drafter, path = saved
+    os.truncate(path / "config.json", 4 * MAX_JSON_BYTES)  # sparse: only the size can refuse it in time
+    with pytest.raises(ValueError, match=r"^drafter config .*config.json: 64.0 MB is over the 16.0 MB limit"):
+        DFlashDrafter.from_pretrained(path)
+    (path / "config.json").unlink()
+    os.mkfifo(path / "config.json")
+    error = unblocked(lambda: DFlashDrafter.from_pretrained(path), path / "config.json")
+    assert isinstance(error, ValueError) and "config.json" in str(error)
+    sharded = tmp_path_factory.mktemp("sharded")
+    drafter.save_pretrained(sharded, max_shard_mb=0.012)
+    os.truncate(sharded / "model.safetensors.index.json", 4 * MAX_JSON_BYTES)
+    with pytest.raises(ValueError, match=r"^drafter weight index .*index.json: 64.0 MB is over the 16.0 MB limit"):
+        DFlashDrafter.from_pretrained(sharded)
 
 
 def test_public_style_config_with_extra_keys_loads(saved):

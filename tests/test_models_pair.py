@@ -23,7 +23,7 @@ def test_tiny_pair_is_fast_and_round_trips_text():
     pair = tiny_random_pair()
     assert time.perf_counter() - start < 1.0
     text = "héllo, wörld! <|user|>"
-    assert pair.decode(pair.encode(text, chat=False)) == text
+    assert pair.decode(pair.encode(text, chat=False, special_tokens="control")) == text
     chat = pair.encode("hi", chat=True)
     assert pair.decode(chat) == "<|user|>hi<|eos|><|assistant|>"
     assert pair.decode(chat, skip_special_tokens=True) == "hi"
@@ -130,3 +130,14 @@ def test_real_target_with_random_drafter_drafts():
     last, cache = prefill(pair, ids)
     logits = draft_logits(pair, int(last.argmax()), cache)
     assert logits.shape == (15, 49152) and torch.isfinite(logits).all()
+
+
+def test_the_tiny_tokenizer_reads_special_token_text_both_ways():
+    from ddtree.models import tiny_random_pair
+    pair = tiny_random_pair(0)
+    eos = pair.tokenizer.eos_token_id
+    with pytest.warns(UserWarning, match="special-token text"):
+        plain = pair.encode("a<|eos|>b")
+    assert plain.count(eos) == 1  # the template's end of turn only
+    assert pair.encode("a<|eos|>b", special_tokens="control").count(eos) == 2
+    assert pair.encode("ab") == pair.tokenizer.apply_chat_template([{"role": "user", "content": "ab"}], True, True)

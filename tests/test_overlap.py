@@ -84,7 +84,7 @@ def test_overlap_needs_unrecorded_rounds_and_the_device_mask(pair):
         Session(pair, PROMPTS, backend="native", record=False, overlap=True, attention="custom_mask")
     with pytest.raises(ValueError, match="apply to backend='native' only"):
         Session(pair, PROMPTS, backend="reference", overlap=True)
-    with pytest.raises(ValueError, match="overlap must be True, False or None"):
+    with pytest.raises(ValueError, match="overlap must be True or False"):
         Session(pair, PROMPTS, backend="native", record=False, overlap="yes")
     assert not Session(pair, PROMPTS, backend="native", record=False).overlap  # the default: on CUDA only
 

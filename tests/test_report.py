@@ -1,14 +1,17 @@
 """The HTML report, the text helpers and the demo."""
 import base64
+import errno
 import gzip
 import html
 import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hostile_files import run_limited
 from plotly.offline import get_plotlyjs
 
 import ddtree
@@ -52,6 +55,26 @@ def test_report_is_self_contained_small_and_shows_every_round(trace, tmp_path):
         assert f"<title>n{records[3].requests[0].n_nodes - 1}</title>" in rounds[3]
     assert "verify mask, round 5" in rounds[5] and "node log-weights, round 5" in rounds[5]
     assert all("5 · commit" in r for r in rounds)  # the round's story
+
+
+def test_a_failed_report_write_keeps_the_old_report(tmp_path):
+    """Issue 43: a write stopped by the file-size limit (as by a full disk) replaced a 2.1 MB report by its first
+    4 KB. Now the old report stays whole, no temp file is left, and the error names the report."""
+    path = tmp_path / "r.html"
+    old = b"<p>the old report</p>" * 100_000
+    path.write_bytes(old)
+    out = run_limited(f"""
+        import ddtree, ddtree.report
+        records, _ = ddtree.load_trace({str(TRACE)!r})
+        limit(fsize=4096)
+        try:
+            ddtree.report.write_html(records[:2], {str(path)!r})
+        except OSError as e:
+            print(e)
+        """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith(f"[Errno {errno.EFBIG}] report {path}: not written (File too large)")
+    assert path.read_bytes() == old and os.listdir(tmp_path) == ["r.html"]
 
 
 def test_report_without_dot_uses_the_plotly_tree(trace, monkeypatch):

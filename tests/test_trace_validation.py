@@ -1,13 +1,16 @@
 """Issue 17, finding 3: load_trace checks values, not just types; reads only regular files under a size limit;
 never recurses without bound; and random mutations of a valid trace load to valid records or raise ValueError."""
 import copy
+import errno
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
 import pytest
 import torch
+from hostile_files import run_limited
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,14 +86,39 @@ MUTATIONS = [
     ("at most the round's budget 40", lambda d: req(d, 3).__setitem__("budget", 41)),
     ("budget must be an int, got '40'", lambda d: req(d, 3).__setitem__("budget", "40")),
     ("budget must hold values in", lambda d: req(d, 3).__setitem__("budget", -1)),
+    # issue 43: the budgets against the trees and the verify rows
+    ("num_draft_tokens must be budget + 1 = 1025", lambda d: d["records"][0].__setitem__("budget", 1024)),
+    ("num_draft_tokens must be budget + 1 = 13", lambda d: pad_rows(d, 0, 12, rows=20)),  # consistent padding
+    ("budget must be the largest of its requests' budgets (30), got 40",
+     lambda d: req(d, 3).__setitem__("budget", 30)),
+    ("the budget contradicts the tree", lambda d: pad_rows(d, 0, 1024)),  # 13 nodes, budget 1024, 1025 rows
+    ("depth 1's rank 1 (a child of node 0)", lambda d: pad_rows(d, 0, 12, drop_node=True)),
 ]
+
+
+def pad_rows(doc, k: int, budget: int, *, rows: int | None = None, drop_node: bool = False) -> None:
+    """Round k at `budget` with its input_ids and positions padded to `rows` (default budget + 1) as a verify batch
+    pads them; `drop_node` also removes the round's last tree node (a leaf the heap popped last), so that the tree
+    is smaller than its budget."""
+    rec, r = doc["records"][k], req(doc, k)
+    if drop_node:
+        last = len(r["tree"]["parents"]) - 1
+        assert last not in r["tree"]["parents"] and last not in r["accepted"]  # a leaf off the accepted path
+        for key in r["tree"]:
+            r["tree"][key].pop()
+        for key in ("target_top_tokens", "target_top_probs", "target_choice"):
+            r[key].pop()
+    n, rows = len(r["tree"]["tokens"]), budget + 1 if rows is None else rows
+    rec["budget"], rec["num_draft_tokens"] = budget, rows
+    r["input_ids"] = r["input_ids"][:n] + [r["tree"]["tokens"][0]] * (rows - n)
+    r["positions"] = r["positions"][:n] + [r["context_len"]] * (rows - n)
 
 
 @pytest.mark.parametrize("match, mutate", MUTATIONS, ids=[f"{i}-{m}" for i, (m, _) in enumerate(MUTATIONS)])
 def test_values_are_checked_not_just_types(tmp_path, match, mutate):
     doc = copy.deepcopy(DOC)
     mutate(doc)
-    with pytest.raises(ValueError, match=match.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(match)):
         load_doc(doc, tmp_path)
 
 
@@ -179,6 +207,44 @@ def test_sessions_save_traces_that_load(tmp_path, options):
     assert [r.to_dict() for r in records] == json.loads(json.dumps([r.to_dict() for r in s.records]))
 
 
+def test_the_committed_trace_keeps_its_budgets_consistent():
+    """Round 3 (budget 40, 27 nodes: its heap ran out of candidates of probability > 0) loads: the smaller tree
+    is allowed where the recorded draft ranks show no candidate left."""
+    records, _ = load_trace(TRACE)
+    r = records[3].requests[0]
+    assert records[3].budget == 40 and records[3].num_draft_tokens == 41 and r.n_nodes == 27
+
+
+def test_a_budget_contradicting_the_trees_is_refused_before_the_analysis(tmp_path):
+    """The hostile trace of issue 43: budget 1024 on 13-node trees was reported exact at every budget."""
+    from ddtree.analysis import main
+    doc = copy.deepcopy(DOC)
+    for rec in doc["records"]:
+        rec["budget"] = 1024
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(doc))
+    assert main([str(path)]) == 2
+    pad_rows(doc, 0, 1024)
+    with pytest.raises(ValueError, match=r"records\[0\]: requests\[0\]: its tree has 13 nodes, fewer than its budget"):
+        load_doc(doc, tmp_path)
+
+
+COSTS = ddtree.BudgetCosts((8, 16, 32, 64, 128, 256), (1.0, 1.1, 1.2, 1.3, 1.4, 1.5))
+
+
+@pytest.mark.parametrize("options", [dict(budget="auto", budget_costs=COSTS),
+                                     dict(budget="auto", budget_costs=COSTS, backend="native"),
+                                     dict(budget=[2, 5], prompts=["a", "bb"]),
+                                     dict(budget=[2, 5], prompts=["a", "bb"], backend="native")])
+def test_sessions_with_auto_and_per_request_budgets_save_traces_that_load(tmp_path, options):
+    options = dict(options)
+    s = Session(tiny_random_pair(0), options.pop("prompts", "round trip"), **options)
+    for _ in range(2):
+        s.step()
+    save_trace(s.records, tmp_path / "t.json")
+    assert len(load_trace(tmp_path / "t.json")[0]) == 2
+
+
 def test_each_request_keeps_its_own_budget_and_older_traces_take_the_rounds(tmp_path):
     pair = tiny_random_pair(0)
     s = Session(pair, ["round trip", "another"], budget=[3, 7])
@@ -203,6 +269,7 @@ def valid(records, vocab: int) -> None:
             assert all(0 <= t < vocab for t in tokens + r.accepted_tokens + [r.bonus_token])
             assert len(r.input_ids) == rec.num_draft_tokens >= n and r.context_len >= 0
             assert 0 <= r.budget <= rec.budget and (rec.method != "ddtree" or n - 1 <= r.budget)
+            assert rec.method != "ddtree" or rec.num_draft_tokens == rec.budget + 1
             assert r.accepted[0] == 0 and all(parents[b] == a for a, b in zip(r.accepted, r.accepted[1:]))
             assert r.accepted_tokens == [tokens[a] for a in r.accepted[1:]]
             assert all(0 <= p <= 1 + 1e-6 for row in r.target_top_probs for p in row)
@@ -269,3 +336,22 @@ def test_mutated_traces_load_valid_records_or_raise_value_error(tmp_path_factory
     except ValueError:
         return
     valid(records, meta.get("vocab_size", 2**31 - 1))
+
+
+def test_a_failed_save_keeps_the_old_trace(tmp_path):
+    """Issue 43: save_trace wrote in place, so a write stopped part-way (file-size limit, full disk) left a truncated
+    trace. Now the old trace stays whole and no temp file is left."""
+    path = tmp_path / "t.json"
+    path.write_bytes(TRACE.read_bytes())
+    out = run_limited(f"""
+        import ddtree
+        records, meta = ddtree.load_trace({str(TRACE)!r})
+        limit(fsize=4096)
+        try:
+            ddtree.save_trace(records, {str(path)!r}, meta={{"note": "new"}})
+        except OSError as e:
+            print(e)
+        """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith(f"[Errno {errno.EFBIG}] trace {path}: not written (File too large)")
+    assert path.read_bytes() == TRACE.read_bytes() and os.listdir(tmp_path) == ["t.json"]

@@ -609,6 +609,30 @@ def test_explorer_leaves_the_sessions_own_budget_until_the_budget_control_moves(
 
 
 @needs_dot  # the graphviz pane's stages, marks and hover links
+def test_explorer_reset_keeps_the_sessions_options(pair):
+    """Issue 43: reset dropped backend, attention, mask_layout, exact, top_p and max_len (a fresh default session)."""
+    from ddtree.widgets.explorer import session_options
+    native = ddtree.Session(pair, ["a", "bb"], budget=[2, 6], backend="native", attention="custom_mask",
+                            mask_layout="unpadded", verify="sampled", temperature=0.7, top_p=0.8, max_len=300,
+                            record_top_k=4)
+    ex = Explorer(native)
+    ex.step()
+    ex.reset()
+    s, backend = ex.session, ex.session.backend
+    assert ex.records == [] and s is not native and s.records == []
+    assert (s.settings.verify, s.settings.temperature, s.settings.top_p, s.settings.budget) == ("sampled", 0.7, 0.8,
+                                                                                                (2, 6))
+    assert backend.name == "native" and backend.decoder.attention == "custom_mask" and backend.mask_layout == "unpadded"
+    assert backend.max_len == 300 and s.record_top_k == 4 and not backend.decoder.exact
+    assert session_options(s) == session_options(native)
+    rec = ex.step()
+    assert rec.kernel.mask_layout == "unpadded" and len(rec.requests[0].draft_top_tokens[0]) == 4
+    ex = Explorer(ddtree.Session(pair, "a", budget=4, backend="reference", top_p=0.5, max_len=200))
+    ex.reset()
+    assert ex.session.backend.name == "reference" and ex.session.settings.top_p == 0.5
+    assert ex.session.backend.max_len == 200
+
+
 def test_explorer_shows_every_request_of_a_batch(pair):
     session = ddtree.Session(pair, ["a", "bb", "ccc"], budget=8)
     ex = Explorer(session)

@@ -214,13 +214,18 @@ class Explorer(widgets.VBox):
         return record
 
     def reset(self) -> None:
-        """A fresh Session from the same prompts with the current settings; history is cleared."""
+        """A fresh Session from the same prompts with the current settings (top_p included) and the session's own
+        options (backend, max_len, record_top_k, the native engine's attention, mask_layout, exact, fused,
+        cuda_graphs); history is cleared."""
         if self.session is None:
             raise ValueError("this Explorer shows a loaded trace; reset needs a live Session")
         from ddtree.session import Session
         prompts = self.prompts if len(self.prompts) > 1 else self.prompts[0]
-        self.session = Session(self.session.pair, prompts, seed=self.seed,
-                               **{"budget": self.session.settings.budget, **self._settings()})
+        s = self.session.settings
+        settings = {"budget": s.budget, "top_p": s.top_p, **self._settings()}
+        costs = self.session.budget_costs if settings["budget"] == "auto" else None  # measured once is enough
+        self.session = Session(self.session.pair, prompts, seed=self.seed, budget_costs=costs, **settings,
+                               **session_options(self.session))
         self.records, self.twins, self.twin = [], {}, None
         self.round.max, self.round.value = 0, 0
         for w in (self.stats, self.caption):
@@ -236,8 +241,9 @@ class Explorer(widgets.VBox):
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.records):
             raise ValueError(f"k must be a round index in [0, {len(self.records)}), got {k!r}")
         rec, b = self.records[k], self.request.value
-        if b >= len(rec.requests):
-            raise ValueError(f"round {k} holds {len(rec.requests)} requests; the selector asks for request {b}")
+        if b >= len(rec.requests) or rec.requests[b] is None:
+            raise ValueError(f"round {k} holds requests {rec.took_part} of {len(rec.requests)} (a request run() had "
+                             f"finished takes no part); the selector asks for request {b}")
         self.pinned = None
         self.stats.value = stats_html(rec, request=b, history=self.records[:k + 1])
         self.tree.show(rec, b, label=self._label(rec, "A") if self.side_by_side.value else "")
@@ -394,6 +400,23 @@ def prompt_ids(session) -> list[list[int]]:
     if hasattr(session, "prompt_lens"):
         return [list(t[:n]) for t, n in zip(session.tokens, session.prompt_lens)]
     return [list(session.tokens[:session.prompt_len])]
+
+
+def session_options(session) -> dict:
+    """The options a Session was made with besides its settings, read back from it: a fresh Session made with them
+    (and the settings) runs as this one does. Prompts are passed as token ids, so `chat` does not apply; the
+    Explorer draws records, so record is True (and overlap, which needs record=False, off)."""
+    backend = session.backend
+    out = {"backend": backend.name, "max_len": backend.max_len, "record_top_k": session.record_top_k}
+    if backend.name == "native":
+        decoder = backend.decoder
+        attention = decoder.attention  # resolved: "auto" became "triton" or "torch", and exact mode's "exact"
+        drafter = getattr(backend, "drafter", None)
+        # fused resolved per model: where the target's and the drafter's differ, the session was given None
+        fused = decoder.fused if drafter is None or drafter.fused == decoder.fused else None
+        out.update(attention="triton" if attention == "exact" else attention, mask_layout=backend.mask_layout,
+                   exact=decoder.exact, fused=fused, cuda_graphs=backend.cuda_graphs)
+    return out
 
 
 def _budget(settings) -> int | str:

@@ -146,6 +146,7 @@ def path_html(records: list[RoundRecord], *, prompt_text: str = "", request: int
     underlined in the colour of its acceptance length (hover for details). The `current` round is tinted and its
     tokens carry data-key 'n<node>' / 'bonus' for linked marks; `pending` leaves the current round's span out (not
     committed yet: the story's earlier stages)."""
+    records = [r for r in records if r.requests[request] is not None]  # the rounds it took part in
     parts = [_prefill_html(records[0].requests[request])] if records and records[0].index == 0 else []
     for k, rec in enumerate(records):
         req = rec.requests[request]
@@ -212,7 +213,7 @@ def _prompt_html(prompt_text: str) -> str:
 def stats_html(record: RoundRecord, *, request: int = 0, history: list[RoundRecord] = ()) -> str:
     """One round at a glance, on one line: settings, context, tree nodes, accepted, acceptance length, the mean
     over `history`, and ms per stage."""
-    req = record.requests[request]
+    req = record.request(request)
     rule = record.verify + (f" T={record.temperature:g}" if record.verify == "sampled" else "")
     budget = [("budget", req.budget)] if record.method == "ddtree" else []  # the chain and AR have none
     cells = [("round", record.index), ("method", record.method), ("verify", rule), *budget,
@@ -220,9 +221,10 @@ def stats_html(record: RoundRecord, *, request: int = 0, history: list[RoundReco
              ("accepted", len(req.accepted_tokens)), ("acceptance length", req.acceptance_length)]
     if len(record.requests) > 1:
         cells.insert(1, ("request", f"{request} of {len(record.requests)}"))
-    if history:
-        mean = sum(r.requests[request].acceptance_length for r in history) / len(history)
-        cells.append((f"mean over {len(history)}", f"{mean:.2f}"))
+    mine = [r.requests[request] for r in history if r.requests[request] is not None]
+    if mine:
+        mean = sum(r.acceptance_length for r in mine) / len(mine)
+        cells.append((f"mean over {len(mine)}", f"{mean:.2f}"))
     ms = " ".join(f"{s} {1e3 * t:.1f}" for s, t in record.times.items())
     items = "".join(f"<span class='ddtree-stat'><small>{html.escape(k)}</small> <b>{html.escape(str(v))}</b></span>"
                     for k, v in cells)
@@ -235,7 +237,7 @@ def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:
     """One sentence telling what happens at `stage` of the round (one of STAGES), with the round's numbers."""
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
-    req = record.requests[request]
+    req = record.request(request)
     t = lambda tok: html.escape(repr(token_text(req, tok)))  # noqa: E731
     depth = len(req.draft_top_tokens)
     root, nodes, rows = int(req.tree.tokens[0]), req.n_nodes - 1, len(req.input_ids)

@@ -56,10 +56,12 @@ class MaskGrid:
 
 def batch_of(record: RoundRecord) -> VerifyBatch:
     """The verify batch a round's requests were packed into, rebuilt from the record: in the layout the kernel read
-    (a native-engine round with attention="custom_mask" carries it in record.kernel), else padded."""
+    (a native-engine round with attention="custom_mask" carries it in record.kernel), else padded. Requests that had
+    finished (None) are left out: batch row k is request record.took_part[k]."""
     kernel = record.kernel
     layout = kernel.mask_layout if kernel is not None and kernel.custom_mask is not None else "padded"
-    return pack_verify_batch([r.tree for r in record.requests], [r.context_len for r in record.requests],
+    requests = [r for r in record.requests if r is not None]
+    return pack_verify_batch([r.tree for r in requests], [r.context_len for r in requests],
                              record.num_draft_tokens, layout=layout)
 
 
@@ -167,7 +169,7 @@ def node_labels(ids, positions, n_tree: int, texts: dict[int, str] | None = None
 
 def row_labels(record: RoundRecord, b: int) -> list[str]:
     """Query-row labels of a recorded request (token text and position)."""
-    req = record.requests[b]
+    req = record.request(b)
     return node_labels(req.input_ids, req.positions, req.n_nodes, req.token_texts)
 
 

@@ -50,12 +50,10 @@ def token_text(req: RequestRound, token: int) -> str:
 
 
 def pick_request(record: RoundRecord, request: int) -> RequestRound:
-    """record.requests[request], or a ValueError naming `request`."""
+    """record.requests[request], or a ValueError naming `request` (out of range, or finished before the round)."""
     if not isinstance(record, RoundRecord):
         raise ValueError(f"record must be a RoundRecord, got {type(record).__name__}")
-    if isinstance(request, bool) or not isinstance(request, int) or not 0 <= request < len(record.requests):
-        raise ValueError(f"request must be an int in [0, {len(record.requests)}), got {request!r}")
-    return record.requests[request]
+    return record.request(request)
 
 
 def node_infos(req: RequestRound) -> list[NodeInfo]:

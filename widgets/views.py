@@ -272,6 +272,7 @@ class MaskView(Linked, widgets.VBox):
         self.slot = FigureSlot()
         self.size, self.applied, self.outline_accepted = (width, height), None, True
         self.record, self.batch, self.counts, self.highlighted, self._quiet = None, None, [], None, False
+        self.ids: list[int] = []  # batch row -> the request's index in the session's batch
         self.controls = widgets.HBox([self.selector, self.whole, self.diff, self.expand],
                                      layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__([self.controls, self.count, self.slot])
@@ -282,22 +283,25 @@ class MaskView(Linked, widgets.VBox):
             self.show(source, request, applied=applied)
 
     def show(self, source: RoundRecord | VerifyBatch, request: int = 0, *, applied=None) -> None:
-        if isinstance(source, RoundRecord):
-            record, batch = source, batch_of(source)
+        if isinstance(source, RoundRecord):  # the requests that took part (Session.run leaves finished ones out)
+            source.request(request)
+            ids, record = source.took_part, source.present()
+            request, batch = ids.index(request), batch_of(record)
             if applied is None:  # a record may carry the masks its kernel applied (probed on the native engine)
-                applied = getattr(getattr(source, "kernel", None), "applied", None)
+                applied = getattr(getattr(record, "kernel", None), "applied", None)
         elif isinstance(source, VerifyBatch):
             record, batch = None, source
+            ids = list(range(batch.batch_size))
         else:
             raise ValueError(f"source must be a RoundRecord or a VerifyBatch, got {type(source).__name__}")
         if isinstance(request, bool) or not isinstance(request, int) or not 0 <= request < batch.batch_size:
             raise ValueError(f"request must be in [0, {batch.batch_size}), got {request!r}")
         if applied is not None and len(applied) != batch.batch_size:
             raise ValueError(f"applied must hold one mask per request ({batch.batch_size}), got {len(applied)}")
-        self.record, self.batch, self.applied = record, batch, applied
+        self.record, self.batch, self.applied, self.ids = record, batch, applied, ids
         b = batch
         self.counts = [count_disagreeing(b, k, None if applied is None else applied[k]) for k in range(b.batch_size)]
-        options = [(f"request {k}: {int(b.n_nodes[k])} nodes, {b.rows(k)} rows, prefix {int(b.seq_lens[k])}"
+        options = [(f"request {ids[k]}: {int(b.n_nodes[k])} nodes, {b.rows(k)} rows, prefix {int(b.seq_lens[k])}"
                     + (f", {self.counts[k]} bad cells" if b.batch_size > 1 else ""), k) for k in range(b.batch_size)]
         self._quiet = True
         try:
@@ -350,7 +354,7 @@ class MaskView(Linked, widgets.VBox):
             grid = self.grid
             accepted = rec.requests[b].accepted if rec is not None and self.outline_accepted else []
             labels = row_labels(rec, b) if rec is not None else batch_labels(batch, b)
-            who = f", request {b}" if batch.batch_size > 1 or rec is None else ""
+            who = f", request {self.ids[b]}" if batch.batch_size > 1 or rec is None else ""
             fig = mask_figure(grid, title=f"verify mask the kernel applies, {where}{who}", accepted=accepted,
                               row_labels=labels, diff=diff, width=self.size[0], height=self.size[1])
             self._grid, self._offset, grids = grid, 0, [grid]

@@ -44,6 +44,7 @@ class InFlight(NamedTuple):
     """A round started on the device (NativeBackend.start), read by finish or undone by cancel."""
     state: DeviceRound
     flight: Flight
+    active: tuple  # [B] bool: the requests the round commits (the others are finished)
     budget: int | None = None  # budget="auto": the budget chosen
     warm: bool = False  # budget="auto": the round ran at full speed (its time is a steady overhead sample)
     undo: tuple = (None, ())  # budget="auto": (AutoBudget, the unobserved rounds) before this one started
@@ -60,6 +61,7 @@ class Observation(NamedTuple):
 
 class NativeBackend:
     name = "native"
+    runs_finished = True  # a round computes the rows of requests the session has finished (static shapes)
 
     def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool = False,
                  mask_layout: str = "padded", fused: bool | None = None, exact: bool = False,
@@ -86,6 +88,7 @@ class NativeBackend:
         self.auto_rounds: AutoRounds | None = None
         self.unobserved: list = []  # budget="auto": the last two rounds started (InFlight or Observation), oldest
         # first; the oldest is observed when the next round is chosen
+        self.active = (True,) * batch  # what decoder.active holds (the requests rounds commit)
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -103,55 +106,86 @@ class NativeBackend:
             last.append(logits[-1])
         return torch.stack(last)
 
-    def start(self, settings: Settings, tokens: list[list[int]], coins) -> InFlight:
+    def start(self, settings: Settings, tokens: list[list[int]], coins, active: list[bool]) -> InFlight:
         """Queue one round of every request; `tokens[b]` its committed tokens (only read when the round's device
         state is built: a round queued ahead of the last one's readback passes that round's tokens), `coins
-        # [2, B, Q]` (sampled) or None. Never waits for the device (budget="auto" included: ddtree.budget)."""
-        if settings.auto:
-            return self._start_auto(settings, [t[-1] for t in tokens], coins)
-        state = self.round_state
-        if state is None or state.settings != settings:
-            bonus = torch.tensor([t[-1] for t in tokens], device=self.pair.device)  # [B] roots of the next trees
-            state = self.round_state = DeviceRound(self.decoder, self.drafter, settings, bonus,
-                                                   num_draft_tokens(settings, self.pair),
-                                                   cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout)
-        self.last_round = state
-        return InFlight(state, state.launch(coins))
+        # [2, B, Q]` (sampled) or None, `active[b]` False for a request the session has finished (its rows are
+        computed, the static shapes stay, but it commits nothing). Never waits for the device (budget="auto"
+        included: ddtree.budget). A start that fails (or is interrupted) puts the caches and roots back to `tokens`
+        and is raised."""
+        auto = self.auto, self.unobserved
+        try:
+            if tuple(active) != self.active:  # queued before the round: a round already in flight is not changed
+                self.decoder.active.copy_(torch.tensor(active, device=self.pair.device))
+                self.active = tuple(active)
+            if settings.auto:
+                return self._start_auto(settings, [t[-1] for t in tokens], coins)
+            state = self.round_state
+            if state is None or state.settings != settings:
+                bonus = torch.tensor([t[-1] for t in tokens], device=self.pair.device)  # [B] roots of the next trees
+                state = self.round_state = DeviceRound(self.decoder, self.drafter, settings, bonus,
+                                                       num_draft_tokens(settings, self.pair),
+                                                       cuda_graphs=self.cuda_graphs, mask_layout=self.mask_layout)
+            self.last_round = state
+            return InFlight(state, state.launch(coins), self.active)
+        except BaseException:
+            self.auto, self.unobserved = auto
+            self._reset(tokens)
+            raise
 
     def finish(self, flight: InFlight, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
         """Wait for a started round and read it; `tokens` the committed tokens before it. Records (`top_k`) and the
-        probe read the round's device tensors: only for the round started last."""
+        probe read the round's device tensors: only for the round started last. A failure here leaves the round
+        committed on the device: the session undoes it (`cancel`)."""
         state = flight.state
         readback, times = state.land(flight.flight)
         if bool(readback.bad_logits):
             raise ValueError("the target or the drafter produced NaN or +inf logits; nothing was committed (check "
                              "the model weights and dtype)")
         batch, lengths = len(tokens), readback.accept_len.tolist()
-        committed = [row[1:n] + [bonus] for row, n, bonus in zip(readback.tokens.tolist(), lengths,
-                                                                   readback.bonus.tolist())]
+        committed = [row[1:n] + [bonus] if on else [] for row, n, bonus, on in
+                     zip(readback.tokens.tolist(), lengths, readback.bonus.tolist(), flight.active)]
         roots, ctx = [t[-1] for t in tokens], [len(t) - 1 for t in tokens]
         requests = []
         if top_k is not None:
             trees = state.trees.split(roots)
             requests = [self._request(state, state.settings, b, ctx[b], trees[b], committed[b], top_k)
-                        for b in range(batch)]
+                        if flight.active[b] else None for b in range(batch)]
         kernel = None
         if probe or state.packed.layout is not None:
             kernel = self._kernel_read(state, ctx, probe)
         return RoundOutcome(committed=committed, times=times, rows=state.rows, requests=requests, kernel=kernel,
                             budget=flight.budget)
 
-    def cancel(self, flight: InFlight, tokens: list[list[int]]) -> None:
-        """Undo a started round that is not wanted (started ahead of the readback that ended the run): the caches
-        and roots go back to `tokens` (every request's committed tokens); what the round wrote past them is
-        scratch."""
-        flight.state.land(flight.flight)
-        if self.unobserved and flight is self.unobserved[-1]:  # budget="auto": choose on as if it had never started
-            self.auto, before = flight.undo
+    def cancel(self, flights: list[InFlight], tokens: list[list[int]]) -> None:
+        """Undo started rounds (oldest first) that the session does not commit (queued past the end of a run, or
+        behind a failure): the caches and roots go back to `tokens` (every request's committed tokens), the budget
+        choice to before the oldest; what the rounds wrote past them is scratch."""
+        for flight in flights:
+            flight.state.land(flight.flight)
+        undo = next((f.undo for f in flights if any(f is u for u in self.unobserved)), None)
+        if undo is not None:  # budget="auto": choose on as if they had never started
+            self.auto, before = undo
             self.unobserved = [self._settled(r) for r in before]  # their timers are recorded again by later rounds
+        self._reset(tokens, [f.state for f in flights])
+
+    def park(self, requests: list[int], tokens: list[list[int]]) -> None:
+        """Drop what the last round committed for `requests`, which the session had finished (with overlap a round
+        is queued before the readback that finishes a request): their lengths and roots back to `tokens`. Queued
+        after the rounds already started, which commit nothing for them."""
+        self._reset(tokens, requests=requests)
+
+    def _reset(self, tokens: list[list[int]], states=(), requests: list[int] | None = None) -> None:
+        """Committed lengths and the roots of the current rounds (and of `states`) back to `tokens`, for
+        `requests` (default all)."""
         device = self.pair.device
-        self.decoder.seq_lens.copy_(torch.tensor([len(t) - 1 for t in tokens], device=device))
-        flight.state.bonus.copy_(torch.tensor([t[-1] for t in tokens], device=device))
+        rows = list(range(len(tokens))) if requests is None else requests
+        at = torch.tensor(rows, device=device)
+        self.decoder.seq_lens[at] = torch.tensor([len(tokens[b]) - 1 for b in rows], device=device)
+        roots = torch.tensor([tokens[b][-1] for b in rows], device=device)
+        rounds = [self.round_state, *(() if self.auto_rounds is None else self.auto_rounds.rounds.values()), *states]
+        for bonus in {id(r.bonus): r.bonus for r in rounds if r is not None}.values():
+            bonus[at] = roots
 
     def _start_auto(self, settings: Settings, roots: list[int], coins) -> InFlight:
         """budget="auto": observe the round two before this one, choose, launch the chosen budget's round."""
@@ -174,8 +208,8 @@ class NativeBackend:
             state = rounds.rounds[budget] = self._auto_round(rounds, budget)
         warm = state.warm
         self.last_round = state
-        started = InFlight(state, state.launch(None if coins is None else coins[..., :budget + 1]), budget, warm,
-                           undo)
+        started = InFlight(state, state.launch(None if coins is None else coins[..., :budget + 1]), self.active,
+                           budget, warm, undo)
         self.unobserved = pending + [started]
         return started
 
@@ -187,8 +221,9 @@ class NativeBackend:
         if bool(readback.bad_logits):
             return None
         candidates, build = torch.tensor(self.auto.costs.budgets), round_.state.build
-        expected = expected_accepts(readback.node_logws, candidates, build).sum(0)  # [K] all requests
-        within = accepted_within(readback.accepted, candidates).sum(0)  # [K]
+        on = torch.tensor(round_.active)  # [B] the requests it committed
+        expected = expected_accepts(readback.node_logws[on], candidates, build).sum(0)  # [K] all active requests
+        within = accepted_within(readback.accepted[on], candidates).sum(0)  # [K]
         return Observation(tuple(expected.tolist()), tuple(within.tolist()),
                            sum(times.values()) - times["verify"] if round_.warm else None, round_.budget)
 

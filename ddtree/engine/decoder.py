@@ -124,6 +124,7 @@ class NativeDecoder:
                               dtype=self.dtype, device=self.device)  # K of every layer, then V: one compaction
         self.k, self.v = self._views()
         self.seq_lens = torch.zeros(self.batch_size, dtype=torch.long, device=self.device)  # committed per request
+        self.active = torch.ones(self.batch_size, dtype=torch.bool, device=self.device)  # requests a round commits
         self.offsets = torch.arange(self.max_len, device=self.device)  # row i of a forward writes seq_len + i
         if fused and why_not:
             raise ValueError(f"fused=True is not available for this target: {why_not}")
@@ -369,7 +370,7 @@ class NativeDecoder:
         twin.__dict__.update(self.__dict__)
         twin.kv = self.kv.clone()
         twin.k, twin.v = twin._views()
-        twin.seq_lens = self.seq_lens.clone()
+        twin.seq_lens, twin.active = self.seq_lens.clone(), self.active.clone()
         return twin
 
 

@@ -64,7 +64,7 @@ class Verified:
 @dataclass
 class Walked:
     accepted: torch.Tensor  # [B, Q] accepted node indices, root first, -1 padded
-    accept_len: torch.Tensor  # [B] (0 when the logits were not finite: nothing is committed)
+    accept_len: torch.Tensor  # [B] (0 when the logits were not finite or the request is finished: nothing is committed)
     new_bonus: torch.Tensor  # [B]
     bad_logits: torch.Tensor  # [] bool: NaN or +inf in the target's or the drafter's logits
 
@@ -207,8 +207,10 @@ class DeviceRound:
         accepted, accept_len, new_bonus = (x.to(self.bonus.device) for x in result)
         if self.settings.method != "ar":  # a -inf draft logit is a 0-probability token
             bad = bad | ~(self.dlogits < math.inf).all()
-        # non-finite logits: the commit keeps nothing (accept_len 0), so the state stays that before the round
-        self.walked = Walked(accepted, torch.where(bad, 0, accept_len), torch.where(bad, self.bonus, new_bonus), bad)
+        # non-finite logits, or a request the session has finished (decoder.active): the commit keeps nothing
+        # (accept_len 0), so its state stays that before the round
+        keep = self.decoder.active & ~bad  # [B]
+        self.walked = Walked(accepted, torch.where(keep, accept_len, 0), torch.where(keep, new_bonus, self.bonus), bad)
 
     def commit(self):
         w, seq_lens = self.walked, self.decoder.seq_lens

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
 from ddtree._checks import check_int
+from ddtree.files import MAX_JSON_BYTES, atomic_write, read_bytes_bounded
 from ddtree.models._common import long_vector, resolve_device, resolve_dtype
 
 CONFIG_FILE = "config.json"
@@ -357,8 +358,9 @@ class DFlashDrafter(nn.Module):
         dtype = resolve_dtype(dtype, device)
         folder = drafter_folder(path)
         config_path = folder / CONFIG_FILE
+        data = read_bytes_bounded(config_path, MAX_JSON_BYTES, "drafter config")
         try:
-            raw = json.loads(config_path.read_text())
+            raw = json.loads(data)
         except ValueError as error:
             raise ValueError(f"{config_path}: not valid JSON ({error})") from None
         model = cls(DFlashConfig.from_dict(raw, source=str(config_path)))
@@ -369,28 +371,30 @@ class DFlashDrafter(nn.Module):
 
     def save_pretrained(self, path, max_shard_mb: float = 15) -> None:
         """Write config.json and safetensors weights, in shards of at most `max_shard_mb` MB (10**6 bytes) each,
-        headers included; a single shard is named model.safetensors. Earlier weight files in `path` are removed."""
+        headers included; a single shard is named model.safetensors. Each file is written atomically (a failed write
+        leaves the file it would replace as it was); earlier weight files in `path` are removed once all are
+        written."""
         if isinstance(max_shard_mb, bool) or not isinstance(max_shard_mb, (int, float)) or not max_shard_mb > 0:
             raise ValueError(f"max_shard_mb must be a positive number, got {max_shard_mb!r}")
         folder = Path(path).expanduser()
         folder.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().contiguous().cpu() for name, tensor in self.state_dict().items()}
         shards = _plan_shards(state, int(max_shard_mb * 10**6))
-        for old in [*folder.glob("model*.safetensors"), folder / INDEX_FILE]:
-            old.unlink(missing_ok=True)
+        names = [WEIGHTS_FILE] if len(shards) == 1 else \
+            [f"model-{k:05d}-of-{len(shards):05d}.safetensors" for k in range(1, len(shards) + 1)]
+        for name, shard in zip(names, shards):
+            atomic_write(folder / name, save(shard, metadata={"format": "pt"}), "drafter weights")
+        if len(shards) > 1:
+            weight_map = {tensor: name for name, shard in zip(names, shards) for tensor in shard}
+            total = sum(t.numel() * t.element_size() for t in state.values())
+            index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+            atomic_write(folder / INDEX_FILE, json.dumps(index, indent=2) + "\n", "drafter index")
+            names.append(INDEX_FILE)
         config = self.config.to_dict() | {"torch_dtype": str(self.dtype).removeprefix("torch.")}
-        (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
-        if len(shards) == 1:
-            save_file(shards[0], str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
-            return
-        weight_map = {}
-        for k, shard in enumerate(shards, start=1):
-            name = f"model-{k:05d}-of-{len(shards):05d}.safetensors"
-            save_file(shard, str(folder / name), metadata={"format": "pt"})
-            weight_map.update(dict.fromkeys(shard, name))
-        total = sum(t.numel() * t.element_size() for t in state.values())
-        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-        (folder / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n")
+        atomic_write(folder / CONFIG_FILE, json.dumps(config, indent=2) + "\n", "drafter config")
+        for old in [*folder.glob("model*.safetensors"), folder / INDEX_FILE]:
+            if old.name not in names:
+                old.unlink(missing_ok=True)
 
 
 def _plan_shards(state: dict, max_bytes: int) -> list[dict]:
@@ -415,8 +419,9 @@ def _read_weights(folder: Path) -> dict:
     index_path = folder / INDEX_FILE
     if not index_path.is_file():
         raise ValueError(f"{folder}: no weights, expected {WEIGHTS_FILE} or {INDEX_FILE} with its shards")
+    data = read_bytes_bounded(index_path, MAX_JSON_BYTES, "drafter weight index")
     try:
-        weight_map = json.loads(index_path.read_text())["weight_map"]
+        weight_map = json.loads(data)["weight_map"]
         shard_names = sorted(set(weight_map.values()))
     except (ValueError, KeyError, TypeError, AttributeError):
         raise ValueError(f"{index_path}: expected a JSON object with a 'weight_map' {{tensor name: shard file}}") \

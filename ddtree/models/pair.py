@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from ddtree.models.drafter import DFlashConfig, DFlashDrafter, DraftCache, draft
 from ddtree.models.target import load_target
 
 DEFAULT_DRAFTER_DIR = Path(__file__).resolve().parent.parent / "assets" / "smollm2-dflash"
+SPECIAL_TOKENS = ("text", "control")  # how special-token strings in a prompt are read (ModelPair.encode)
+PLACEHOLDER = "\x00ddtree-prompt\x00"  # stands for the prompt while the chat template is rendered
 
 
 @dataclass
@@ -66,17 +69,40 @@ class ModelPair:
             ids.update(item if isinstance(item, (list, tuple, set)) else [item] if item is not None else [])
         return {int(i) for i in ids}
 
-    def encode(self, prompt: str, chat: bool = True) -> list[int]:
-        """Token ids of `prompt`; chat=True wraps it as one user turn of the chat template + the assistant prompt."""
+    def encode(self, prompt: str, chat: bool = True, special_tokens: str = "text") -> list[int]:
+        """Token ids of `prompt`; chat=True wraps it as one user turn of the chat template + the assistant prompt.
+
+        special_tokens: how special-token strings inside `prompt` ("<|im_end|>", "<|im_start|>system ...") are read.
+        "text" (the default): as plain text, so a prompt cannot end its turn or open a system turn; a warning says
+        when a prompt held any. "control": as the control tokens they name, for a prompt that is already templated
+        (chat=False). The chat template's own tokens are control tokens either way."""
         if not isinstance(prompt, str):
             raise ValueError(f"prompt must be a str, got {type(prompt).__name__}")
-        if not chat:
-            return list(self.tokenizer.encode(prompt))
-        if not getattr(self.tokenizer, "chat_template", None):
+        if special_tokens not in SPECIAL_TOKENS:
+            raise ValueError(f"special_tokens must be one of {SPECIAL_TOKENS}, got {special_tokens!r}")
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"prompt is not valid Unicode text: {e.reason} at character {e.start} "
+                             f"({prompt[e.start:e.end]!r})") from None
+        tok = self.tokenizer
+        if chat and not getattr(tok, "chat_template", None):
             raise ValueError("chat=True needs a tokenizer with a chat template; this one has none (use chat=False)")
-        text = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                                  tokenize=False)
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        as_text = special_tokens == "text" and tok.encode(prompt, add_special_tokens=False) != \
+            tok.encode(prompt, add_special_tokens=False, split_special_tokens=True)
+        if as_text:
+            warnings.warn("the prompt holds special-token text (e.g. '<|im_end|>'): encoded as plain text; "
+                          "special_tokens='control' reads it as control tokens", stacklevel=3)
+        if not chat:
+            return list(tok.encode(prompt, split_special_tokens=as_text))
+        turn = [{"role": "user", "content": PLACEHOLDER if as_text else prompt}]
+        text = tok.apply_chat_template(turn, add_generation_prompt=True, tokenize=False)
+        if not as_text:
+            return list(tok.encode(text, add_special_tokens=False))
+        before, after = text.split(PLACEHOLDER)  # the template's control tokens, around the plain-text prompt
+        return [*tok.encode(before, add_special_tokens=False),
+                *tok.encode(prompt, add_special_tokens=False, split_special_tokens=True),
+                *tok.encode(after, add_special_tokens=False)]
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         return self.tokenizer.decode(long_vector("ids", ids).tolist(), skip_special_tokens=skip_special_tokens)
@@ -191,8 +217,10 @@ class ByteTokenizer:
     def __len__(self) -> int:
         return self.vocab_size
 
-    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        """Bytes of `text`, special-token strings as their ids (no BOS is ever added)."""
+    def encode(self, text: str, add_special_tokens: bool = True, split_special_tokens: bool = False) -> list[int]:
+        """Bytes of `text`, special-token strings as their ids unless split_special_tokens (no BOS is ever added)."""
+        if split_special_tokens:
+            return list(text.encode())
         return [i for part in self._split.split(text) if part
                 for i in ([self.special_ids[part]] if part in self.special_ids else part.encode())]
 

@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import shutil
+import stat
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from ddtree._checks import check_int
+from ddtree.files import MAX_JSON_BYTES, read_bytes_bounded
 from ddtree.kv import compact_kv
 from ddtree.models._common import long_vector, resolve_device, resolve_dtype
 
@@ -35,8 +37,14 @@ MANIFEST_FILE = "manifest.json"  # in the cache folder: the source, and every ot
 
 
 def cache_root() -> Path:
-    """Where converted models live: $DDTREE_CACHE if set, else ~/.cache/ddtree."""
-    return Path(os.environ.get("DDTREE_CACHE") or Path.home() / ".cache" / "ddtree").expanduser()
+    """Where converted models live: $DDTREE_CACHE if set, else ~/.cache/ddtree. ValueError if it, or the nearest
+    of its parents that exists, is not a folder: no cache can be made there."""
+    root = Path(os.environ.get("DDTREE_CACHE") or Path.home() / ".cache" / "ddtree").expanduser()
+    existing = next(p for p in (root, *root.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"DDTREE_CACHE must be a folder (where converted models are cached), got {str(root)!r}: "
+                         f"{existing} is a file")
+    return root
 
 
 def embedded_gguf() -> Path:
@@ -54,8 +62,8 @@ def embedded_cache_dir(*, check_content: bool = True) -> Path:
     """The converted (safetensors) copy of the embedded GGUF, created on first use. A cache that fails its check
     (cache_problem: manifest, file set, sizes and, with check_content, SHA-256 hashes) is reported with a warning
     and rebuilt from the GGUF, atomically; it is never returned."""
-    gguf = embedded_gguf()
     folder = cache_root() / EMBEDDED_CACHE_NAME
+    gguf = embedded_gguf()
     problem = cache_problem(folder, _source(gguf), check_content=check_content)
     if problem is not None:
         rebuild_cache(gguf, folder, problem)
@@ -69,15 +77,18 @@ def _source(gguf: Path) -> dict:
 
 def cache_problem(folder: Path, source: dict | None = None, *, check_content: bool = True) -> str | None:
     """What is wrong with a converted-model folder, or None: it must hold a manifest naming `source` (when given)
-    and exactly the files it lists, with their sizes and (check_content) SHA-256 hashes."""
+    and exactly the files it lists, regular files with their sizes and (check_content) SHA-256 hashes. The manifest
+    is read only if it is a regular file of at most MAX_JSON_BYTES (a named pipe or a link to a device is
+    unreadable, not a hang or a flood)."""
+    manifest_path = folder / MANIFEST_FILE
+    if not manifest_path.exists():
+        return "is missing" if not folder.exists() else "has no manifest (written by an older version)"
     try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text())
+        manifest = json.loads(read_bytes_bounded(manifest_path, MAX_JSON_BYTES, "the model cache manifest"))
         files = manifest["files"]
         ok = isinstance(files, dict) and all(isinstance(f, dict) and set(f) == {"size", "sha256"}
                                              for f in files.values())
-    except FileNotFoundError:
-        return "is missing" if not folder.exists() else "has no manifest (written by an older version)"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         ok = False
     if not ok:
         return "has an unreadable manifest"
@@ -88,7 +99,10 @@ def cache_problem(folder: Path, source: dict | None = None, *, check_content: bo
         return f"holds other files than its manifest lists (missing {sorted(set(files) - present)}, " \
                f"unexpected {sorted(present - set(files))})"
     for name, want in sorted(files.items()):
-        size = (folder / name).stat().st_size
+        info = (folder / name).stat()
+        if not stat.S_ISREG(info.st_mode):
+            return f"has {name} that is not a regular file (a pipe, device or folder)"
+        size = info.st_size
         if size != want["size"]:
             return f"has {name} of {size} bytes where its manifest says {want['size']} (truncated or overwritten)"
     if check_content:

@@ -10,6 +10,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree._checks import check_int, check_temperature
+from ddtree.files import atomic_write
 
 
 @dataclass
@@ -29,8 +30,10 @@ class SequenceData:
         return self.tokens[self.offsets[i]:self.offsets[i + 1]]
 
     def save(self, path) -> None:
-        np.savez_compressed(path, tokens=self.tokens, offsets=self.offsets, prompt_lens=self.prompt_lens,
-                            prompt_ids=self.prompt_ids, temperatures=self.temperatures)
+        """Write the arrays to `path` as an .npz (no suffix added), atomically: a failed save leaves an older file."""
+        atomic_write(path, lambda f: np.savez_compressed(f, tokens=self.tokens, offsets=self.offsets,
+                                                         prompt_lens=self.prompt_lens, prompt_ids=self.prompt_ids,
+                                                         temperatures=self.temperatures), "sequence data")
 
     @classmethod
     def load(cls, path) -> SequenceData:

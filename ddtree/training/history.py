@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
+from ddtree.files import atomic_write
+
 FOLDER = "ddtree/assets/smollm2-dflash"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,7 +92,7 @@ def restore(version: str, dest: Path | str, repo: Path = REPO) -> Path:
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
-        (dest / name).write_bytes(data)
+        atomic_write(dest / name, data, "drafter file")
     return dest
 
 

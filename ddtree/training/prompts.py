@@ -19,6 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from ddtree.files import atomic_write
 from ddtree.training.chat import chat_prompts
 
 PROMPTS_FILE = Path(__file__).resolve().parent / "data" / "prompts.json"
@@ -328,7 +329,7 @@ def main() -> None:
     count = lambda side: {g: sum(p["group"] == g for p in side) for g in GROUPS}  # noqa: E731
     meta = {"python": sys.version.split()[0], "seed": args.seed, "train_count": len(train),
             "heldout_count": len(heldout), "train_groups": count(train), "heldout_groups": count(heldout)}
-    args.out.write_text(json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
+    atomic_write(args.out, json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
     kinds = {kind: sum(p["kind"] == kind for p in train) for kind in sorted({p["kind"] for p in train})}
     print(f"wrote {args.out}: {len(train)} train prompts {kinds}, {len(heldout)} held out {count(heldout)}")
 

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ddtree.files import atomic_write
 from ddtree.training.data import SequenceData, eos_and_pad, generate_responses, hf_responses
 from ddtree.training.prompts import GROUPS, STDLIB_MODULES, clean_doc, group_of, interleave_kinds
 
@@ -222,7 +223,7 @@ def make(model, tokenizer, out: Path, *, magpie: int, earlier=(), heldout_fracti
     meta = {"python": sys.version.split()[0], "seed": seed, "magpie_drawn": magpie, "magpie_kept": len(written),
             "train_count": len(train), "heldout_count": len(heldout), "train_groups": count(train),
             "heldout_groups": count(heldout), "train_kinds": kinds(train), "heldout_kinds": kinds(heldout)}
-    (out / "prompts.json").write_text(json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
+    atomic_write(out / "prompts.json", json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
     t0 = time.perf_counter()
     parts = []
     for k, temperature in enumerate(temperatures):
@@ -237,13 +238,13 @@ def make(model, tokenizer, out: Path, *, magpie: int, earlier=(), heldout_fracti
     rng = random.Random(seed)
     samples = [p for kind in sorted({p["kind"] for p in train}) for p in
                rng.sample([q for q in train if q["kind"] == kind], min(3, sum(q["kind"] == kind for q in train)))]
-    (out / "samples.jsonl").write_text("".join(json.dumps(p) + "\n" for p in samples))
+    atomic_write(out / "samples.jsonl", "".join(json.dumps(p) + "\n" for p in samples))
     manifest = meta | timings | {
         "settings": settings or {}, "sequences": len(data), "tokens": int(data.offsets[-1]),
         "response_tokens": int(data.offsets[-1] - data.prompt_lens.sum()),
         "sequences_by_temperature": {f"{t:g}": int((data.temperatures == t).sum()) for t in temperatures},
         "files": {name: sha256_of(out / name) for name in ("prompts.json", "data.npz", "samples.jsonl")}}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    atomic_write(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return data
 
 
