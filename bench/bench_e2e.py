@@ -19,7 +19,9 @@ x_ar / x_dflash compare rows of the same prompt set, path and temperature; with 
 is timed again in bit-exact mode (Session(exact=True)) and x_fast is its speed over the same row's fast mode. Native
 GPU runs overlap rounds (Session(overlap=True): each round queued before the previous one is read back); with
 --compare-overlap every native row is timed again stepped (path "... stepped") and x_stepped is the overlapped
-row's speed over it.
+row's speed over it. With --compare-default every configuration is timed again as a user who names no flag runs
+it (path "default": Session(pair, prompt, method=..., budget=..., verify=...), records kept, the backend and fast
+paths the defaults pick), and its x_fast is its speed over the fast native row (issue 42: at least 0.9).
 Writes bench/results/e2e_<device>.{md,json}.
 """
 from __future__ import annotations
@@ -74,10 +76,13 @@ def generated_count(session) -> int:
 
 def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, cuda: bool, variant,
               costs: dict) -> dict:
-    """variant: (fused, exact, overlap) of a native run."""
+    """variant: (fused, exact, overlap) of a native run, or "default": the Session a user names no flag for."""
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
-    if native:
+    if variant == "default":
+        s = Session(pair, prompt, **kwargs)
+        s.step()
+    elif native:
         fused, exact, overlap = variant
         if budget == "auto" and (fused, exact) in costs:
             kwargs["budget_costs"] = costs[fused, exact]
@@ -112,6 +117,8 @@ def main() -> None:
     ap.add_argument("--exact", action="store_true", help="also time every native row in bit-exact mode (exact=True)")
     ap.add_argument("--compare-overlap", action="store_true",
                     help="also time every native row stepped (overlap=False: each round read back before the next)")
+    ap.add_argument("--compare-default", action="store_true",
+                    help="also time every configuration as Session(pair, prompt) with no flags (path 'default')")
     ap.add_argument("--max-new", type=int, default=128)
     ap.add_argument("--hf-max-new", type=int, default=48)
     ap.add_argument("--prompts", type=int, default=None, help="the first N prompts of each set")
@@ -137,6 +144,8 @@ def main() -> None:
                 + [(True, True, True)] * args.exact + [(args.fused, False, False)] * args.compare_overlap)
     configs = [("ar", 0), ("dflash", 0)] + [("ddtree", b) for b in args.budgets]
     jobs = [(p, t, m, b, True, f) for p in sets for f in variants for t in args.temperatures for m, b in configs]
+    if args.compare_default:
+        jobs += [(p, t, m, b, True, "default") for p in sets for t in args.temperatures for m, b in configs]
     if not args.skip_hf:
         jobs += [(p, t, m, b, False, None) for p in sets for t in args.temperatures
                  for m, b in [("ar", 0), ("ddtree", 32)]]
@@ -148,8 +157,10 @@ def main() -> None:
                 for p in prompts[prompt_set]]
         tokens, wall, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "rounds"))
         stage = {k: sum(r["stage"][k] for r in runs) for k in runs[0]["stage"]}
-        path = ("native" + ("+graphs" if cuda else "") + ("" if variant[0] else " unfused")
-                + (" exact" if variant[1] else "") + ("" if variant[2] else " stepped")) if native else "hf"
+        path = "default" if variant == "default" else ("native" + ("+graphs" if cuda else "")
+                                                       + ("" if variant[0] else " unfused")
+                                                       + (" exact" if variant[1] else "")
+                                                       + ("" if variant[2] else " stepped")) if native else "hf"
         rows.append({"prompts": prompt_set, "path": path, "T": temperature, "method": method,
                      "budget": budget if method == "ddtree" else None,
                      "tokens_per_s": round(tokens / wall, 1),
@@ -169,7 +180,7 @@ def main() -> None:
         chain = next((r for r in rows if same(r, row) and r["method"] == "dflash"), None)
         row["x_ar"] = round(row["tokens_per_s"] / base["tokens_per_s"], 2)
         row["x_dflash"] = round(row["tokens_per_s"] / chain["tokens_per_s"], 2) if chain else None
-        fast = row["path"].removesuffix(" exact")
+        fast = ("native" + "+graphs" * cuda) if row["path"] == "default" else row["path"].removesuffix(" exact")
         row["x_fast"] = speed_over(rows, row, fast) if fast != row["path"] else None
         row["x_stepped"] = speed_over(rows, row, row["path"] + " stepped")
     device = torch.cuda.get_device_name() if cuda else f"CPU {platform.machine()}, {torch.get_num_threads()} threads"

@@ -35,8 +35,9 @@ from ddtree.settings import (BACKENDS, ContextFull, as_prompt_list, check_room, 
                              fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
 
-NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": False, "mask_layout": "padded", "fused": None, "exact": False,
+NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": None, "mask_layout": "padded", "fused": None, "exact": False,
                    "overlap": None}
+OFF = {"cuda_graphs": False, "overlap": False}  # a fast path turned off: what the reference backend does anyway
 
 
 class Started(NamedTuple):
@@ -60,7 +61,7 @@ class Session:
     prompt + 1024 capped at it), record (False keeps only tokens: records without requests, for benchmarks),
     record_top_k (draft and target top-K kept per depth / node in records). Native engine only: attention ("auto",
     "triton", "torch", "custom_mask": the serving engine's flat mask + mask_indptr), cuda_graphs (replay each round
-    stage as a CUDA graph; CUDA with Triton attention), mask_layout ("padded", or "unpadded" to reproduce the
+    stage as a CUDA graph; default: wherever they can run, a CUDA pair with Triton attention), mask_layout ("padded", or "unpadded" to reproduce the
     padding bug with attention="custom_mask"), fused (the fused target and drafter forwards; default on CUDA, True on
     a CPU runs their kernels in Triton's interpreter), exact (bit-exact mode: every verify row computes the bits an
     autoregressive step computes, so greedy DDTree and DFlash output equals greedy autoregressive output bit for bit;
@@ -84,9 +85,9 @@ class Session:
             backend = "native" if pair.device.type == "cuda" else "reference"
         for name in ("cuda_graphs", "exact", "fused", "overlap"):
             if name in native_options:
-                check_bool(name, native_options[name], allow_none=name in ("fused", "overlap"))
+                check_bool(name, native_options[name], allow_none=name != "exact")
         chat, record = check_bool("chat", chat), check_bool("record", record)
-        if backend == "reference" and any(native_options.get(k, v) != v for k, v in NATIVE_DEFAULTS.items()):
+        if backend == "reference" and any(v not in (NATIVE_DEFAULTS[k], OFF.get(k)) for k, v in native_options.items()):
             raise ValueError(f"{sorted(native_options)} apply to backend='native' only")
         prompts = as_prompt_list(prompt_or_prompts)
         self.pair = pair
@@ -143,6 +144,28 @@ class Session:
         """budget="auto": the verify cost per candidate budget the rounds choose with (measured on the first such
         round, or given); None before."""
         return self.backend.budget_costs
+
+    @property
+    def fast_path(self) -> str:
+        """What of the fast path this session runs, and why any part of it is off (shown by repr)."""
+        b, cuda = self.backend, self.pair.device.type == "cuda"
+        if b.name == "reference":
+            return ("reference backend: one Hugging Face forward per request" +
+                    (" (backend='native' is the fast path on CUDA)" if cuda else ""))
+        attention = b.decoder.attention
+        graphs = "on" if b.cuda_graphs else ("off: needs a CUDA pair" if not cuda else
+                                             f"off: attention={attention!r} (they need Triton attention)"
+                                             if attention not in ("triton", "exact") else "off: cuda_graphs=False")
+        overlap = "on" if self.overlap else "off: " + (
+            "on CUDA only" if not cuda else "records read each round (record=False overlaps)" if self.record else
+            "attention='custom_mask' packs its mask on the host" if attention == "custom_mask" else "overlap=False")
+        return f"native engine, attention {attention}, CUDA graphs {graphs}, overlap {overlap}"
+
+    def __repr__(self) -> str:
+        s = self.settings
+        return (f"Session({self.batch_size} request{'s' if self.batch_size > 1 else ''}, {s.method}, budget "
+                f"{s.budget}, {s.verify}{f' T={s.temperature:g}' if s.sampled else ''}, {len(self.records)} rounds; "
+                f"{self.fast_path})")
 
     @property
     def generated(self) -> list[list[int]]:

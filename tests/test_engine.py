@@ -104,6 +104,34 @@ def test_bad_engine_input(pair):
         Session(pair, ["x", "y"], budget=[3, 4, 5])
 
 
+def test_a_session_says_which_fast_paths_run_and_why_not(pair):
+    native = Session(pair, ["x", "y"], budget=4, backend="native")
+    assert not native.backend.cuda_graphs  # the default: graphs where they can run, and a CPU pair cannot
+    assert "CUDA graphs off: needs a CUDA pair" in repr(native) and "overlap off: on CUDA only" in repr(native)
+    assert "2 requests, ddtree, budget 4, greedy, 0 rounds" in repr(native)
+    reference = Session(pair, "x", budget=4, backend="reference", cuda_graphs=False, overlap=False)  # "off" is fine
+    assert reference.fast_path.startswith("reference backend")
+    with pytest.raises(ValueError, match="cuda_graphs must be True or False"):
+        Session(pair, "x", backend="native", cuda_graphs="yes")
+
+
+@pytest.mark.gpu
+def test_a_default_session_on_cuda_replays_graphs_and_decodes_the_eager_tokens():
+    """Issue 42: a Session naming no flag runs the fast path on CUDA (graphs; overlap where records allow), tells
+    why where a part stays off, and decodes the same tokens as the eager engine."""
+    pair = tiny_random_pair(3, device="cuda")
+    default = Session(pair, PROMPTS, budget=10)
+    assert default.backend.name == "native" and default.backend.cuda_graphs and not default.overlap
+    assert "CUDA graphs on" in repr(default) and "overlap off: records read each round" in repr(default)
+    fast = Session(pair, PROMPTS, budget=10, record=False)
+    assert fast.backend.cuda_graphs and fast.overlap and "overlap on" in repr(fast)
+    masked = Session(pair, PROMPTS, budget=10, attention="custom_mask")
+    assert "CUDA graphs off: attention='custom_mask'" in repr(masked)
+    eager = Session(pair, PROMPTS, budget=10, cuda_graphs=False).run(24, stop_on_eos=False)
+    for s in (default, fast):
+        assert [g.tokens for g in s.run(24, stop_on_eos=False)] == [g.tokens for g in eager]
+
+
 @pytest.mark.gpu
 def test_triton_attention_engine_matches_torch_on_gpu():
     pair = tiny_random_pair(2, device="cuda")
@@ -118,7 +146,7 @@ def test_cuda_graph_replay_matches_eager_on_gpu(verify):
     """Greedy and sampled rounds replay from CUDA graphs (nothing in a stage may synchronise with the host)."""
     pair = tiny_random_pair(3, device="cuda")
     options = dict(budget=10, verify=verify, temperature=0.9, top_p=0.95, seed=4)
-    eager = Session(pair, PROMPTS, **options).run(24, stop_on_eos=False)
+    eager = Session(pair, PROMPTS, cuda_graphs=False, **options).run(24, stop_on_eos=False)
     graphed = Session(pair, PROMPTS, cuda_graphs=True, record=False, **options).run(24, stop_on_eos=False)
     assert [g.tokens for g in eager] == [g.tokens for g in graphed]
     assert [g.acceptance_lengths for g in eager] == [g.acceptance_lengths for g in graphed]
@@ -173,7 +201,7 @@ def test_the_first_graphed_round_waits_for_the_default_stream_on_gpu(monkeypatch
     monkeypatch.setattr(device_round, "side_stream", watched)
     pair = tiny_random_pair(3, device="cuda")
     options = dict(budget=10, verify="sampled", temperature=0.9, seed=4, record=False)
-    eager = Session(pair, PROMPTS, **options).run(8, stop_on_eos=False)
+    eager = Session(pair, PROMPTS, cuda_graphs=False, **options).run(8, stop_on_eos=False)
     graphed = Session(pair, PROMPTS, cuda_graphs=True, **options).run(8, stop_on_eos=False)
     assert entered == [True]  # the warm-up, once, off the default stream; the captured rounds replay graphs
     assert [g.tokens for g in graphed] == [g.tokens for g in eager]

@@ -63,7 +63,7 @@ class NativeBackend:
     name = "native"
     runs_finished = True  # a round computes the rows of requests the session has finished (static shapes)
 
-    def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool = False,
+    def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool | None = None,
                  mask_layout: str = "padded", fused: bool | None = None, exact: bool = False,
                  budget_costs: BudgetCosts | None = None):
         if mask_layout not in MASK_LAYOUTS:
@@ -74,9 +74,10 @@ class NativeBackend:
                                      exact=exact)
         if mask_layout != "padded" and self.decoder.attention != "custom_mask":
             raise ValueError("mask_layout='unpadded' needs attention='custom_mask' (the flat serving-engine mask)")
-        self.cuda_graphs = bool(cuda_graphs)
-        if self.cuda_graphs and (pair.device.type != "cuda" or self.decoder.attention not in ("triton", "exact")):
+        graphable = pair.device.type == "cuda" and self.decoder.attention in ("triton", "exact")
+        if cuda_graphs and not graphable:
             raise ValueError("cuda_graphs=True needs a CUDA pair with attention='triton' (or 'auto')")
+        self.cuda_graphs = graphable if cuda_graphs is None else cuda_graphs  # None: wherever they can run
         draft_attention = "triton" if self.decoder.attention in ("triton", "exact") and pair.device.type == "cuda" \
             else "torch"
         self.drafter = None if pair.drafter is None else StaticDrafter(pair, batch_size=batch, max_len=max_len,
