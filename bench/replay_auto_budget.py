@@ -30,7 +30,8 @@ import torch
 from tqdm.auto import tqdm
 
 import ddtree
-from ddtree.budget import MARGIN, AutoBudget, BudgetCosts, accepted_within, choose_budget, expected_accepts, lookahead
+from ddtree.budget import (MARGIN, AutoBudget, BudgetCosts, Choice, accepted_within, choose_budget, expected_accepts,
+                           lookahead)
 from ddtree.models import load_default_pair
 from ddtree.settings import AUTO_BUDGETS
 from ddtree.training.prompts import load_prompts
@@ -73,10 +74,11 @@ def replay_same_round(rounds, costs: BudgetCosts, overhead_s, scale=None) -> lis
     auto, chosen, candidates = AutoBudget(costs), [], torch.tensor(costs.budgets)
     for node_logws, within in rounds:
         told = expected_accepts(node_logws[None], candidates)[0].tolist()
-        auto.budget = choose_budget(told, 1, costs, auto.overhead(), auto.scale if scale is None else scale,
-                                    auto.budget, MARGIN)
-        auto.observe(told, within, overhead_s[costs.budgets.index(auto.budget)], auto.budget)
-        chosen.append(auto.budget)
+        budget = choose_budget(told, 1, costs, auto.overhead(), auto.scale if scale is None else scale, auto.budget,
+                               MARGIN)
+        auto.choice = Choice(budget, costs.budgets, (), "best")
+        auto.observe(told, within, overhead_s[costs.budgets.index(budget)], budget)
+        chosen.append(budget)
     return chosen
 
 

@@ -33,12 +33,21 @@ so it accepts the accepted nodes in rows 1..n (up to the rounding of a forward o
 updates every candidate up to its budget with what it would have accepted; a larger candidate, not yet seen, takes
 the scale of the largest one seen. Where the draft model is more overconfident at depth than near the root, one
 scale for all budgets would favour large trees.
+
+Not speculating is a candidate too: budget 0 (AR) is an autoregressive round (no draft, no tree: the root alone, one
+verify row, one committed token a request), whose expectation is known without drafting (0 draft tokens). Where a
+verify of many rows costs more than the draft tokens it buys (small models on a CPU), the rule runs AR rounds, and
+the drafter's context is still extended with every committed token so that speculation can resume at any round.
+AR's overhead is learnt from AR rounds; before any, it is the speculative rounds' overhead less their draft and tree
+stages. An AR round tells nothing about the drafter, so after PROBE_EVERY AR rounds in a row one round speculates
+at the best speculative candidate (a probe) and refreshes the expectations and the calibration.
 """
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
@@ -49,6 +58,9 @@ DECAY = 0.9  # per round, for the calibration sums (about the last ten rounds co
 PRIOR = 4.0  # pseudo-tokens on both sides of the calibration, so that it starts at 1 and moves smoothly
 OVERHEAD_SAMPLES = 32  # recent rounds whose overhead enters the fit
 MARGIN = 0.02  # the budget changes only for a candidate expected this much faster (a fraction of the current rate)
+AR = 0  # the candidate budget of an autoregressive round (module docstring)
+PROBE_EVERY = 8  # AR rounds in a row before one speculative round refreshes what the drafter would give
+REASONS = ("start", "best", "kept", "probe")  # why a round's budget was chosen (Choice.reason)
 
 
 @dataclass(frozen=True)
@@ -56,14 +68,15 @@ class BudgetCosts:
     """The verify cost per candidate budget: `seconds[i]` for one round's verify forward of the whole batch at
     budgets[i] + 1 rows per request; `overhead` the seconds of a round that do not depend on the budget, or None to
     learn them from the rounds."""
-    budgets: tuple[int, ...]
+    budgets: tuple[int, ...]  # 0 (AR): an autoregressive round, one verify row
     seconds: tuple[float, ...]
     overhead: float | None = None
 
     def __post_init__(self):
-        budgets = tuple(check_int("budget_costs.budgets entry", b, minimum=1) for b in self.budgets)
-        if not budgets or list(budgets) != sorted(set(budgets)):
-            raise ValueError(f"budget_costs.budgets must be distinct increasing budgets, got {self.budgets!r}")
+        budgets = tuple(check_int("budget_costs.budgets entry", b) for b in self.budgets)
+        if not budgets or list(budgets) != sorted(set(budgets)) or budgets[-1] == AR:
+            raise ValueError(f"budget_costs.budgets must be distinct increasing budgets (0: autoregressive rounds), "
+                             f"at least one of them > 0, got {self.budgets!r}")
         seconds = tuple(_seconds("budget_costs.seconds entry", s) for s in self.seconds)
         if len(seconds) != len(budgets) or not all(s > 0 for s in seconds):
             raise ValueError(f"budget_costs.seconds must hold one positive time per budget ({len(budgets)}), got "
@@ -86,19 +99,21 @@ def _seconds(name: str, value) -> float:
 def expected_accepts(node_logws: torch.Tensor, budgets: torch.Tensor, built: int | None = None) -> torch.Tensor:
     """`node_logws  # [B, Q]` float64 trees in pop order (root first, padding -inf), `budgets  # [K]` long on their
     device -> E  # [B, K]: the expected accepted draft tokens of each tree's first budgets[k] nodes under the draft
-    model; NaN for a budget above `built`, the budget the trees were built at (their first nodes are not that
-    tree). No host synchronisation (CUDA-graph capturable)."""
-    mass = torch.exp(node_logws[:, 1:]).cumsum(1)  # [B, Q - 1]: E of the first 1, 2, ... nodes
-    expected = mass[:, budgets.clamp_max(mass.shape[1]) - 1]
+    model (0 at budget 0); NaN for a budget above `built`, the budget the trees were built at (their first nodes are
+    not that tree). No host synchronisation (CUDA-graph capturable)."""
+    draft = torch.exp(node_logws[:, 1:]).cumsum(1)  # [B, Q - 1]: E of the first 1, 2, ... nodes
+    mass = torch.cat([torch.zeros_like(draft[:, :1]), draft], 1)  # [B, Q]: of the first 0, 1, 2, ... nodes
+    expected = mass[:, budgets.clamp_max(mass.shape[1] - 1)]
     return expected if built is None else expected.masked_fill(budgets > built, math.nan)
 
 
 def start_budget(costs: BudgetCosts) -> int:
     """The budget of the rounds before any expectation is known: the objective with E = 0 (no draft token counted
     on) takes the cheapest round, and a verify forward of more rows never costs less than one of fewer (a measured
-    table that says otherwise, where it is flat, shows noise): the smallest candidate. The rule climbs from there as
-    the rounds tell it more (bench/results/auto_start_budget_cpu.md: this start against the middle candidate)."""
-    return costs.budgets[0]
+    table that says otherwise, where it is flat, shows noise): the smallest speculative candidate (an AR round would
+    tell nothing). The rule climbs from there as the rounds tell it more (bench/results/auto_start_budget_cpu.md:
+    this start against the middle candidate)."""
+    return next(b for b in costs.budgets if b != AR)
 
 
 def lookahead(budgets: tuple[int, ...], budget: int) -> int:
@@ -133,6 +148,16 @@ def choose_budget(expected, requests: int, costs: BudgetCosts, overheads, scale=
     return costs.budgets[best]
 
 
+class Choice(NamedTuple):
+    """One round's choice and why: `rates  # [K]` the objective (expected committed tokens per second) of every
+    candidate budget when it was made (NaN: not known; all NaN at the start)."""
+    budget: int  # 0 (AR): an autoregressive round
+    candidates: tuple  # [K] the candidate budgets
+    rates: tuple
+    reason: str  # "start" (nothing known yet), "best" (the highest rate), "kept" (none beat it by MARGIN) or
+    # "probe" (a speculative round after PROBE_EVERY AR rounds)
+
+
 @dataclass
 class AutoBudget:
     """The per-round choice of one session: the cost table, the calibration per candidate, the learnt overhead and
@@ -141,10 +166,14 @@ class AutoBudget:
     accepted: list[float] | None = None  # [K] decayed sums of the draft tokens each candidate's tree accepted
     predicted: list[float] | None = None  # [K] decayed sums of their expectation under the draft model
     seen: list[bool] | None = None  # [K] whether a round has told the candidate's acceptance
-    overheads: list[tuple[int, float]] = field(default_factory=list)  # recent rounds: (budget, seconds outside
-    # the verify forward)
-    latest: tuple | None = None  # [K] the last observed round's expectations, all requests (NaN: above its build)
-    budget: int | None = None  # the last budget chosen (None before the first choice)
+    overheads: list[tuple[int, float]] = field(default_factory=list)  # recent speculative rounds: (budget, seconds
+    # outside the verify forward)
+    drafting: list[float] = field(default_factory=list)  # their seconds in the draft and tree stages
+    ar_overheads: list[float] = field(default_factory=list)  # recent AR rounds' seconds outside the verify forward
+    latest: tuple | None = None  # [K] the last observed speculative round's expectations, all requests (NaN: above
+    # its build)
+    choice: Choice | None = None  # the last choice (None before the first)
+    ar_run: int = 0  # AR rounds chosen in a row
     fitted: list[float] = field(init=False, repr=False)  # overhead(), refitted when a round is observed
 
     def __post_init__(self):
@@ -153,6 +182,11 @@ class AutoBudget:
         self.predicted = [0.0] * k if self.predicted is None else list(self.predicted)
         self.seen = [False] * k if self.seen is None else list(self.seen)
         self.fitted = self._fit()
+
+    @property
+    def budget(self) -> int | None:
+        """The last budget chosen (None before the first choice)."""
+        return None if self.choice is None else self.choice.budget
 
     @property
     def scale(self) -> list[float]:
@@ -165,34 +199,50 @@ class AutoBudget:
         return out
 
     def overhead(self) -> list[float]:
-        """Seconds outside the verify forward at each candidate budget: given; else a line through recent rounds
-        (once two budgets were seen), their median (one budget), or (no round seen) the smallest budget's verify
-        time."""
+        """Seconds outside the verify forward at each candidate budget: given; else a line through recent
+        speculative rounds (once two budgets were seen), their median (one budget), or (no round seen) the smallest
+        budget's verify time; for AR the median of recent AR rounds, or before any the speculative value less the
+        median draft and tree stages."""
         return self.fitted
 
     def _fit(self) -> list[float]:
-        k = len(self.costs.budgets)
-        if self.costs.overhead is not None:
-            return [self.costs.overhead] * k
+        costs = self.costs
+        if costs.overhead is not None:
+            return [costs.overhead] * len(costs.budgets)
         if not self.overheads:
-            return [self.costs.seconds[0]] * k
-        budgets, seconds = zip(*self.overheads)
-        if len(set(budgets)) < 2:
-            return [statistics.median(seconds)] * k
-        mean_n, mean_s = statistics.fmean(budgets), statistics.fmean(seconds)
-        slope = max(0.0, sum((n - mean_n) * (t - mean_s) for n, t in self.overheads)
-                    / sum((n - mean_n) ** 2 for n in budgets))
-        return [max(0.0, mean_s + slope * (n - mean_n)) for n in self.costs.budgets]
+            line = [costs.seconds[0]] * len(costs.budgets)
+        elif len({n for n, _ in self.overheads}) < 2:
+            line = [statistics.median(t for _, t in self.overheads)] * len(costs.budgets)
+        else:
+            budgets, seconds = zip(*self.overheads)
+            mean_n, mean_s = statistics.fmean(budgets), statistics.fmean(seconds)
+            slope = max(0.0, sum((n - mean_n) * (t - mean_s) for n, t in self.overheads)
+                        / sum((n - mean_n) ** 2 for n in budgets))
+            line = [max(0.0, mean_s + slope * (n - mean_n)) for n in costs.budgets]
+        if costs.budgets[0] == AR:
+            line[0] = statistics.median(self.ar_overheads) if self.ar_overheads else \
+                max(0.0, line[1] - (statistics.median(self.drafting) if self.drafting else 0.0))
+        return line
 
     def choose(self, requests: int) -> int:
-        """The next round's budget, from the latest observed round's expectations (start_budget before any); the
-        budget chosen last is kept unless another candidate promises MARGIN more."""
+        """The next round's budget, from the latest observed speculative round's expectations (start_budget before
+        any); the budget chosen last is kept unless another candidate promises MARGIN more; after PROBE_EVERY AR
+        rounds in a row, the best speculative candidate (a probe)."""
+        budgets, rates = self.costs.budgets, (math.nan,) * len(self.costs.budgets)
         if self.latest is None:
-            self.budget = start_budget(self.costs)
+            budget, reason = start_budget(self.costs), "start"
         else:
-            self.budget = choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale,
-                                        self.budget, MARGIN)
-        return self.budget
+            rates = tuple(objective(self.latest, requests, self.costs, self.overhead(), self.scale))
+            if self.budget == AR and self.ar_run >= PROBE_EVERY:
+                speculative = [math.nan if n == AR else e for n, e in zip(budgets, self.latest)]
+                budget, reason = choose_budget(speculative, requests, self.costs, self.overhead(), self.scale), "probe"
+            else:
+                budget = choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale, self.budget,
+                                       MARGIN)
+                reason = "kept" if budget == self.budget else "best"
+        self.ar_run = self.ar_run + 1 if budget == AR else 0
+        self.choice = Choice(budget, budgets, rates, reason)
+        return budget
 
     def choose_next(self, pending: list, requests: int) -> tuple[int, list]:
         """The next round's budget by the lag rule: `pending` the rounds started and not yet observed, oldest first,
@@ -204,25 +254,32 @@ class AutoBudget:
             pending = pending[1:]
         return self.choose(requests), list(pending)
 
-    def observe(self, predicted, accepted, overhead: float | None, budget: int) -> None:
+    def observe(self, predicted, accepted, overhead: float | None, budget: int, drafting: float | None = None) -> None:
         """After a round at `budget`: per candidate, its tree's expected (`predicted  # [K]`) and accepted
         (`accepted  # [K]`, the accepted draft tokens in its first n rows) draft tokens over all requests, read for
-        the candidates up to `budget` (module docstring); and the round's seconds outside the verify forward (None
-        when the round was not a steady one, e.g. a warm-up or graph-capture round). Its expectations (NaN above the
-        budget its trees were built at) choose the next budget."""
-        self.latest = tuple(float(e) for e in predicted)
-        for k, n in enumerate(self.costs.budgets):
-            if n <= budget:
-                self.predicted[k] = DECAY * self.predicted[k] + float(predicted[k])
-                self.accepted[k] = DECAY * self.accepted[k] + float(accepted[k])
-                self.seen[k] = True
+        the candidates up to `budget` (module docstring); the round's seconds outside the verify forward (None
+        when the round was not a steady one, e.g. a warm-up or graph-capture round) and of them in the draft and
+        tree stages (`drafting`). A speculative round's expectations (NaN above the budget its trees were built at)
+        choose the next budget; an AR round teaches only its overhead."""
+        if budget != AR:
+            self.latest = tuple(float(e) for e in predicted)
+            for k, n in enumerate(self.costs.budgets):
+                if n <= budget:
+                    self.predicted[k] = DECAY * self.predicted[k] + float(predicted[k])
+                    self.accepted[k] = DECAY * self.accepted[k] + float(accepted[k])
+                    self.seen[k] = True
         if overhead is not None and self.costs.overhead is None:
-            self.overheads = (self.overheads + [(budget, overhead)])[-OVERHEAD_SAMPLES:]
+            if budget == AR:
+                self.ar_overheads = (self.ar_overheads + [overhead])[-OVERHEAD_SAMPLES:]
+            else:
+                self.overheads = (self.overheads + [(budget, overhead)])[-OVERHEAD_SAMPLES:]
+                if drafting is not None:
+                    self.drafting = (self.drafting + [drafting])[-OVERHEAD_SAMPLES:]
             self.fitted = self._fit()
 
     def copy(self) -> AutoBudget:
-        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads), self.latest,
-                          self.budget)
+        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads),
+                          list(self.drafting), list(self.ar_overheads), self.latest, self.choice, self.ar_run)
 
 
 def accepted_within(accepted: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:

@@ -91,8 +91,8 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
         warm = Session(pair, prompt, budget="auto")
         warm.step()
         costs = warm.budget_costs
-        print("verify ms per candidate budget:", ", ".join(f"{n}: {1e3 * t:.1f}" for n, t in zip(costs.budgets,
-                                                                                              costs.seconds)))
+        print("verify ms per candidate budget:", ", ".join(f"{n or 'AR'}: {1e3 * t:.1f}" for n, t in
+                                                            zip(costs.budgets, costs.seconds)))
     t0 = time.perf_counter()
     session = Session(pair, prompt, method=method, budget=budget, verify="sampled" if temperature else "greedy",
                       temperature=temperature or 1.0, seed=seed, budget_costs=costs)
@@ -103,7 +103,8 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
         f"a chain of {pair.block_size - 1} draft tokens"
     print(f"{method} ({walk}, {setting}) on: {prompt!r}\n")
     print(format_rounds(gen.records))
-    chosen = f", budgets chosen: mean {sum(r.budget for r in gen.records) / len(gen.records):.1f}" \
+    ar = sum(r.budget == 0 for r in gen.records)
+    chosen = f", budgets chosen: mean {sum(r.budget for r in gen.records) / len(gen.records):.1f} ({ar} AR rounds)" \
         if budget == "auto" and gen.records else ""
     print(f"\n{len(gen.tokens)} tokens in {len(gen.records)} target forwards: mean acceptance length "
           f"{gen.mean_acceptance_length:.2f}{chosen}, {gen.tokens_per_second:.1f} tokens/s (prefill excluded; "

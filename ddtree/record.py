@@ -15,12 +15,14 @@ import torch
 
 from ddtree._checks import MAX_BUDGET, TOKEN_LIMIT, check_cells, check_int
 from ddtree.batch import request_mask
+from ddtree.budget import AR, REASONS, Choice
 from ddtree.files import atomic_write, read_bytes_bounded
 from ddtree.settings import METHODS, VERIFY_RULES
 from ddtree.tree import DraftTree, finite
 
 TRACE_FORMAT = "ddtree-trace"
-TRACE_VERSION = 1
+TRACE_VERSION = 2  # 2: a budget="auto" round's "choice"; version 1 traces (without it) still load
+READABLE_VERSIONS = (1, TRACE_VERSION)
 MAX_TRACE_BYTES = 64 * 2**20  # load_trace refuses larger files unless given max_bytes
 
 
@@ -91,6 +93,7 @@ class RoundRecord:
     times: dict[str, float]  # seconds per stage: draft, tree, pack, verify, walk, commit (device-synchronised)
     requests: list[RequestRound | None]  # per request of the batch; None: a request Session.run had finished
     kernel: KernelRead | None = None  # native engine: what the attention kernel read (not saved in traces)
+    choice: Choice | None = None  # budget="auto": the budget this round chose among the candidates, and why
 
     def __post_init__(self):
         for req in self.requests:
@@ -98,8 +101,12 @@ class RoundRecord:
                 req.budget = self.budget
 
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernel"}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("kernel", "choice")}
         d["requests"] = [None if r is None else r.to_dict() for r in self.requests]
+        if self.choice is not None:  # NaN (not known) as null: JSON has none
+            c = self.choice
+            d["choice"] = {"budget": c.budget, "candidates": list(c.candidates), "reason": c.reason,
+                           "rates": [None if math.isnan(r) else r for r in c.rates]}
         return d
 
     @property
@@ -164,8 +171,9 @@ def load_trace(path, *, max_bytes: int = MAX_TRACE_BYTES) -> tuple[list[RoundRec
         raise ValueError(f"trace {path}: not a readable JSON file ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != TRACE_FORMAT:
         raise ValueError(f"trace {path}: not a ddtree trace (expected 'format': {TRACE_FORMAT!r})")
-    if doc.get("version") != TRACE_VERSION:
-        raise ValueError(f"trace {path}: unsupported version {doc.get('version')!r} (this reader: {TRACE_VERSION})")
+    version = doc.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise ValueError(f"trace {path}: unsupported version {version!r} (this reader: {list(READABLE_VERSIONS)})")
     meta, records = doc.get("meta", {}), doc.get("records")
     if not isinstance(meta, dict) or not isinstance(records, list):
         raise ValueError(f"trace {path}: 'meta' must be an object and 'records' a list")
@@ -175,7 +183,7 @@ def load_trace(path, *, max_bytes: int = MAX_TRACE_BYTES) -> tuple[list[RoundRec
     out = []
     for i, rec in enumerate(records):
         try:
-            out.append(_round_from_dict(rec, vocab))
+            out.append(_round_from_dict(rec, vocab, version))
         except (ValueError, TypeError, KeyError) as e:
             raise ValueError(f"trace {path}: records[{i}]: {e}") from None
     return out, meta
@@ -315,8 +323,30 @@ def _request_from_dict(d: dict, where: str, vocab: int, rows: int) -> RequestRou
     return RequestRound(tree=tree, token_texts={int(k): v for k, v in texts.items()}, budget=budget, **fields_)
 
 
-def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
-    _expect_keys(d, set(_ROUND_SCHEMA) | {"times", "requests"}, "round")
+def _choice_from_dict(d) -> Choice:
+    """A budget="auto" round's choice: the budget among increasing candidates, a rate (or null) per candidate and
+    one of REASONS."""
+    _expect_keys(d, {"budget", "candidates", "rates", "reason"}, "choice")
+    _check(d["budget"], _INT, "choice.budget")
+    _check(d["candidates"], [_INT], "choice.candidates")
+    candidates, rates = d["candidates"], d["rates"]
+    _in_range(candidates, 0, MAX_BUDGET, "choice.candidates")
+    if not candidates or candidates != sorted(set(candidates)) or d["budget"] not in candidates:
+        raise ValueError(f"choice.candidates must be distinct increasing budgets holding choice.budget "
+                         f"{d['budget']!r}, got {candidates!r}")
+    if not isinstance(rates, list) or len(rates) != len(candidates):
+        raise ValueError(f"choice.rates must hold one rate (or null) per candidate ({len(candidates)})")
+    for j, r in enumerate(rates):
+        if r is not None:
+            _check(r, _FLOAT, f"choice.rates[{j}]")
+    if d["reason"] not in REASONS:
+        raise ValueError(f"choice.reason must be one of {REASONS}, got {d['reason']!r}")
+    return Choice(d["budget"], tuple(candidates), tuple(math.nan if r is None else float(r) for r in rates),
+                  d["reason"])
+
+
+def _round_from_dict(d: dict, vocab: int, version: int = TRACE_VERSION) -> RoundRecord:
+    _expect_keys(d, set(_ROUND_SCHEMA) | {"times", "requests"}, "round", optional={"choice"} if version >= 2 else set())
     for key, kind in _ROUND_SCHEMA.items():
         _check(d[key], kind, key)
     if d["method"] not in METHODS or d["verify"] not in VERIFY_RULES:
@@ -340,7 +370,11 @@ def _round_from_dict(d: dict, vocab: int) -> RoundRecord:
     check_cells(sum(d["num_draft_tokens"] * (r.context_len + d["num_draft_tokens"]) for r in requests
                     if r is not None), "the round's verify batch mask")
     # checked once made: a request without a budget of its own (an older trace) then has the round's
-    record = RoundRecord(requests=requests, times=dict(times), **{k: d[k] for k in _ROUND_SCHEMA})
+    choice = None if d.get("choice") is None else _choice_from_dict(d["choice"])
+    if choice is not None and (choice.budget != d["budget"] or (d["method"] == "ar") != (choice.budget == AR)):
+        raise ValueError(f"choice.budget {choice.budget} must be the round's budget {d['budget']} (0 exactly in an "
+                         f"'ar' round), got method {d['method']!r}")
+    record = RoundRecord(requests=requests, times=dict(times), choice=choice, **{k: d[k] for k in _ROUND_SCHEMA})
     _check_budgets(record)
     return record
 

@@ -19,16 +19,17 @@ other) unless the session was given one.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import NamedTuple
 
 import torch
 
 from ddtree.batch import expected_mask, pack_verify_batch
-from ddtree.budget import AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
+from ddtree.budget import AR, AutoBudget, BudgetCosts, Choice, accepted_within, expected_accepts, lookahead
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
-from ddtree.settings import AUTO_BUDGETS, STAGES, Settings, num_draft_tokens
+from ddtree.settings import AUTO_CANDIDATES, STAGES, Settings, autoregressive, num_draft_tokens
 from ddtree.verify import VerifyResult
 
 
@@ -57,7 +58,7 @@ class Ran(NamedTuple):
     verified: list[RequestVerified | None]  # per request (None: not active this round)
     times: dict[str, float]
     rows: int
-    budget: int | None  # budget="auto": the budget chosen
+    choice: Choice | None  # budget="auto": the budget chosen and why
     before: Before  # the backend's state before the round
 
 
@@ -125,28 +126,30 @@ class ReferenceBackend:
     def _run(self, settings: Settings, tokens: list[list[int]], coins, active: list[bool], before: Before) -> Ran:
         pair, batch = self.pair, len(tokens)
         t0, times = time.perf_counter(), dict.fromkeys(STAGES, 0.0)
-        budgets, chosen = settings.budgets(batch), None
+        budgets, chosen, rule = settings.budgets(batch), None, settings
         running = [b for b in range(batch) if active[b]]
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:
-                self.auto = AutoBudget(self.given_costs or BudgetCosts(AUTO_BUDGETS, self.measure_costs(AUTO_BUDGETS)))
+                self.auto = AutoBudget(self.given_costs
+                                       or BudgetCosts(AUTO_CANDIDATES, self.measure_costs(AUTO_CANDIDATES)))
             auto = self.auto.copy()  # kept only if the round succeeds
             chosen, pending = auto.choose_next(self.unobserved, len(running))
             build = lookahead(auto.costs.budgets, chosen)
             budgets = [build] * batch
+            rule = autoregressive(settings) if chosen == AR else settings
         drafted = {}  # per active request: (draft logits, tree)
         for b in running:
             root = tokens[b][-1]
             with timed(times, "draft", pair.device):
-                dlogits = None if settings.method == "ar" else draft_logits(pair, root, self.draft_caches[b])
+                dlogits = None if rule.method == "ar" else draft_logits(pair, root, self.draft_caches[b])
             with timed(times, "tree", pair.device):
-                drafted[b] = (dlogits, draft_tree(settings, dlogits, root, budgets[b]))  # [depth, V] -> tree
+                drafted[b] = (dlogits, draft_tree(rule, dlogits, root, budgets[b]))  # [depth, V] -> tree
         q = num_draft_tokens(settings, pair)
         if settings.auto:
             with timed(times, "tree", pair.device):
                 candidates = torch.tensor(auto.costs.budgets)
-                expected = sum(expected_accepts(t.node_logws[None], candidates, build)[0]
-                               for _, t in drafted.values()).tolist()
+                expected = [0.0 if n == AR else math.nan for n in auto.costs.budgets] if chosen == AR else \
+                    sum(expected_accepts(t.node_logws[None], candidates, build)[0] for _, t in drafted.values()).tolist()
                 drafted = {b: (d, t.first(chosen + 1)) for b, (d, t) in drafted.items()}
             q = chosen + 1
         verified: list[RequestVerified | None] = [None] * batch
@@ -173,9 +176,10 @@ class ReferenceBackend:
             within = sum(accepted_within(torch.tensor([verified[b].result.accepted]), candidates)[0]
                          for b in running).tolist()
             overhead = time.perf_counter() - t0 - times["verify"] if self.warm else None
-            self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen)]
+            drafting = times["draft"] + times["tree"]
+            self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen, drafting)]
         self.warm = True
-        return Ran(settings, verified, times, q, chosen, before)
+        return Ran(settings, verified, times, q, None if chosen is None else auto.choice, before)
 
     def finish(self, ran: Ran, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
         """The outcome of a round start() ran; records (`top_k`) from its host copies."""
@@ -184,7 +188,7 @@ class ReferenceBackend:
                                                  v.packed.input_ids, v.packed.positions, v.logits, v.result, top_k)
             for v in ran.verified]
         return RoundOutcome(committed=[[] if v is None else v.result.committed for v in ran.verified],
-                            times=ran.times, rows=ran.rows, requests=requests, budget=ran.budget)
+                            times=ran.times, rows=ran.rows, requests=requests, choice=ran.choice)
 
     def cancel(self, flights: list[Ran], tokens: list[list[int]]) -> None:
         """Undo rounds that ran (oldest first) and were not committed by the session: the caches and the budget

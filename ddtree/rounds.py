@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ddtree.budget import Choice
 from ddtree.record import KernelRead, RequestRound
 from ddtree.settings import Settings
 from ddtree.tree import DraftTree, build_tree, chain_tree, ranked_top_k, root_tree
@@ -27,7 +28,7 @@ class RoundOutcome:
     rows: int  # verify rows per request (num_draft_tokens)
     requests: list[RequestRound]  # one per request; empty when the session does not record
     kernel: KernelRead | None = None  # what the attention kernel read (native engine), and its probe
-    budget: int | None = None  # budget="auto": the budget this round chose (else the settings' max_budget)
+    choice: Choice | None = None  # budget="auto": the budget this round chose and why (0: autoregressive)
 
 
 def draft_tree(settings: Settings, dlogits, bonus: int, budget: int) -> DraftTree:

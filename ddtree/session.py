@@ -25,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ddtree._checks import check_bool, check_int
-from ddtree.budget import BudgetCosts
+from ddtree.budget import AR, BudgetCosts
 from ddtree.engine.backend import NativeBackend
 from ddtree.generation import Generation, eos_index, make_generation
 from ddtree.record import RoundRecord
@@ -236,13 +236,15 @@ class Session:
         try:
             outcome = self.backend.finish(started.flight, self.tokens, self.record_top_k if self.record else None,
                                           probe)
-            budgets = s.budgets(self.batch_size) if outcome.budget is None else [outcome.budget] * self.batch_size
+            choice = outcome.choice
+            budgets = s.budgets(self.batch_size) if choice is None else [choice.budget] * self.batch_size
             requests = [None if r is None or not on else dataclasses.replace(r, budget=n)
                         for r, n, on in zip(outcome.requests, budgets, active)]
-            record = RoundRecord(index=len(self.records), method=s.method, verify=s.verify,
+            method = "ar" if choice is not None and choice.budget == AR else s.method
+            record = RoundRecord(index=len(self.records), method=method, verify=s.verify,
                                  temperature=s.temperature, top_p=s.top_p, budget=max(budgets),
                                  num_draft_tokens=outcome.rows, times=outcome.times, requests=requests,
-                                 kernel=outcome.kernel)
+                                 kernel=outcome.kernel, choice=choice)
             tokens = [t + c if on else t for t, c, on in zip(self.tokens, outcome.committed, active)]
             lengths = [a + [len(c)] if on else a for a, c, on in zip(self.acceptance_lengths, outcome.committed,
                                                                          active)]

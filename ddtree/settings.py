@@ -5,6 +5,7 @@ Everything here is shared by ddtree.session, the reference backend (ddtree.refer
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +18,7 @@ BACKENDS = ("auto", "reference", "native")
 STAGES = ("draft", "tree", "pack", "verify", "walk", "commit")
 AUTO = "auto"  # budget="auto": each round's budget chosen among AUTO_BUDGETS (ddtree.budget)
 AUTO_BUDGETS = (8, 16, 32, 64, 128, 256)
+AUTO_CANDIDATES = (0, *AUTO_BUDGETS)  # what budget="auto" chooses among: 0 is an autoregressive round
 
 
 def budget_order(budget) -> tuple:
@@ -103,6 +105,11 @@ def fork_settings(pair, batch: int, settings: Settings, overrides: dict) -> Sett
     if settings.auto and overrides.get("method", "ddtree") != "ddtree" and "budget" not in overrides:
         merged["budget"] = Settings.budget  # an inherited "auto" does not apply to the chain or autoregressive
     return make_settings(pair, batch, **(merged | overrides))
+
+
+def autoregressive(settings: Settings) -> Settings:
+    """The settings of a budget="auto" session's autoregressive round (its choice AR: the root alone, no draft)."""
+    return dataclasses.replace(settings, method="ar", budget=0)
 
 
 def num_draft_tokens(settings: Settings, pair) -> int:

@@ -13,7 +13,7 @@ from ddtree.budget import (AutoBudget, accepted_within, choose_budget, expected_
 from ddtree.engine import NativeDecoder
 from ddtree.engine.device_round import measure_verify_costs
 from ddtree.models import tiny_random_pair
-from ddtree.settings import AUTO_BUDGETS
+from ddtree.settings import AUTO_BUDGETS, AUTO_CANDIDATES
 
 PROMPTS = ["first prompt", "a second, longer prompt here"]
 SMALL = (2, 4, 8)  # candidates for sessions on the CPU (the engine's default set goes to 256 nodes)
@@ -284,7 +284,7 @@ def test_measured_cost_tables(pair):
     s = Session(pair, PROMPTS, budget="auto", backend="reference")
     assert s.budget_costs is None
     s.step()
-    assert s.budget_costs.budgets == AUTO_BUDGETS and all(x > 0 for x in s.budget_costs.seconds)
+    assert s.budget_costs.budgets == AUTO_CANDIDATES and all(x > 0 for x in s.budget_costs.seconds)
     assert s.records[0].budget in AUTO_BUDGETS
 
 
@@ -339,7 +339,7 @@ def test_auto_with_cuda_graphs_matches_eager_on_gpu():
     assert want == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(48, stop_on_eos=False)]
     measured = Session(pair, PROMPTS, budget="auto", cuda_graphs=True, record=False)
     measured.run(16, stop_on_eos=False)
-    assert measured.budget_costs.budgets == AUTO_BUDGETS and measured.backend.auto.overheads
+    assert measured.budget_costs.budgets == AUTO_CANDIDATES and measured.backend.auto.overheads
 
 
 @pytest.mark.parametrize("backend", ["native", "reference"])
@@ -352,3 +352,55 @@ def test_an_auto_fork_chooses_as_its_original(confident_pair, backend):
     twin = s.fork()
     assert [twin.step().budget for _ in range(6)] == [s.step().budget for _ in range(6)]
     assert twin.tokens == s.tokens
+
+
+def test_not_speculating_is_a_candidate_known_without_drafting():
+    """Budget 0 (AR) expects no draft token; it wins where a verify of more rows costs more than the draft tokens
+    it buys; its overhead is the speculative rounds' less their draft and tree stages until AR rounds tell it; after
+    PROBE_EVERY AR rounds in a row one round speculates again, then AR resumes while speculation does not pay."""
+    node_logws = torch.tensor([[0.0, -0.1, -0.5, -1.0]], dtype=torch.float64)
+    assert expected_accepts(node_logws, torch.tensor([0, 1, 3]))[0].tolist() == pytest.approx(
+        [0.0, math.exp(-0.1), math.exp(-0.1) + math.exp(-0.5) + math.exp(-1.0)])
+    assert accepted_within(torch.tensor([[0, 1, 2, -1]]), torch.tensor([0, 3]))[0].tolist() == [0, 2]
+    costs = BudgetCosts((0, 8), (1e-3, 4e-3))
+    assert start_budget(costs) == 8  # an AR round tells nothing of the drafter
+    auto = AutoBudget(costs)
+    assert auto.choose(1) == 8 and auto.choice.reason == "start" and all(math.isnan(r) for r in auto.choice.rates)
+    auto.observe([0.0, 1.0], [0, 1], overhead=3e-3, budget=8, drafting=2e-3)
+    assert auto.overhead() == pytest.approx([1e-3, 3e-3])  # AR: 3 ms less 2 ms of drafting
+    # AR: 1 token in 2 ms; 8: (1 + 1) tokens in 7 ms
+    assert auto.choose(1) == 0 and auto.choice.reason == "best"
+    assert auto.choice.rates == pytest.approx((1 / 2e-3, 2 / 7e-3)) and auto.choice.candidates == (0, 8)
+    auto.observe([0.0, math.nan], [0, 0], overhead=5e-4, budget=0)
+    assert auto.overhead()[0] == pytest.approx(5e-4) and auto.latest == (0.0, 1.0)  # an AR round keeps latest
+    picks = [(auto.choose(1), auto.choice.reason) for _ in range(auto_budget.PROBE_EVERY)]
+    assert picks == [(0, "kept")] * (auto_budget.PROBE_EVERY - 1) + [(8, "probe")]  # AR rounds 2..8, then a probe
+    assert auto.choose(1) == 0  # the probe told nothing new: back to AR
+    with pytest.raises(ValueError, match="at least one of them > 0"):
+        BudgetCosts((0,), (1e-3,))
+
+
+@pytest.mark.parametrize("backend", ["native", "reference"])
+def test_auto_stops_speculating_where_it_does_not_pay(pair, backend, tmp_path):
+    """With a verify of more rows far dearer than one row, auto runs AR rounds (records say method 'ar', budget 0,
+    one row, and why), probes every PROBE_EVERY AR rounds, still decodes the autoregressive tokens, and both
+    backends choose alike; the choice survives a trace round trip."""
+    costs = BudgetCosts((0, 2, 4), (1e-4, 1.0, 1.0), overhead=0.0)
+    s = Session(pair, PROMPTS, budget="auto", budget_costs=costs, backend=backend)
+    got = [g.tokens for g in s.run(40, stop_on_eos=False)]
+    assert got == [g.tokens for g in Session(pair, PROMPTS, method="ar").run(40, stop_on_eos=False)]
+    budgets = [r.budget for r in s.records]
+    assert budgets[:2] == [2, 2] and budgets[2:2 + auto_budget.PROBE_EVERY] == [0] * auto_budget.PROBE_EVERY
+    assert budgets[2 + auto_budget.PROBE_EVERY] in (2, 4) and budgets.count(0) >= len(budgets) - 6
+    for r in s.records:
+        assert (r.method == "ar") == (r.budget == 0) and r.choice.budget == r.budget
+        assert r.num_draft_tokens == (1 if r.budget == 0 else r.budget + 1)
+    assert [r.choice.reason for r in s.records][:3] == ["start", "start", "best"]
+    assert s.records[2 + auto_budget.PROBE_EVERY].choice.reason == "probe"
+    ddtree.save_trace(s.records, tmp_path / "t.json")
+    loaded, _ = ddtree.load_trace(tmp_path / "t.json")
+    assert [r.choice for r in loaded][2:] == [r.choice for r in s.records][2:]
+    other = "reference" if backend == "native" else "native"
+    twin = Session(pair, PROMPTS, budget="auto", budget_costs=costs, backend=other)
+    twin.run(40, stop_on_eos=False)
+    assert [r.budget for r in twin.records] == budgets

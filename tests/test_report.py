@@ -143,7 +143,7 @@ def test_demo_prints_the_table_and_writes_the_report(tmp_path, capsys):
         assert f"<title>DDTree demo: {method}, greedy walk, {setting}</title>" in (tmp_path / "m.html").read_text()
     run_demo(pair, "demo prompt", budget="auto", temperature=0.8, seed=3, max_new_tokens=12, report=tmp_path / "a.html")
     out = capsys.readouterr().out
-    assert out.startswith("verify ms per candidate budget: 8: ") and "budgets chosen: mean" in out
+    assert out.startswith("verify ms per candidate budget: AR: ") and "budgets chosen: mean" in out
     assert "\nddtree (sampled walk, T=0.8, seed 3, budget auto) on:" in out
 
 

@@ -355,3 +355,30 @@ def test_a_failed_save_keeps_the_old_trace(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith(f"[Errno {errno.EFBIG}] trace {path}: not written (File too large)")
     assert path.read_bytes() == TRACE.read_bytes() and os.listdir(tmp_path) == ["t.json"]
+
+
+def test_an_auto_rounds_choice_is_saved_checked_and_absent_from_version_1(tmp_path):
+    """Version 2 saves each budget="auto" round's choice (an AR round's too: method "ar", budget 0); a malformed one
+    is a ValueError naming the field; a version-1 trace (the committed one) loads, and has no choice to carry."""
+    costs = ddtree.BudgetCosts((0, 2, 4), (1e-4, 1.0, 1.0), overhead=0.0)  # AR from round 3 on
+    s = Session(tiny_random_pair(0), "round trip", budget="auto", budget_costs=costs)
+    for _ in range(3):
+        s.step()
+    save_trace(s.records, tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["version"] == 2 and doc["records"][2]["method"] == "ar" and doc["records"][2]["choice"]["budget"] == 0
+    assert [r.choice for r in load_trace(tmp_path / "t.json")[0]][2] == s.records[2].choice
+    bad = [("choice.reason", lambda c: c.__setitem__("reason", "guess")),
+           ("choice.rates", lambda c: c.__setitem__("rates", [1.0])),
+           ("choice.candidates", lambda c: c.__setitem__("candidates", [4, 2, 0])),
+           ("choice.budget 2 must be the round's budget", lambda c: c.__setitem__("budget", 2))]
+    for match, mutate in bad:
+        d = copy.deepcopy(doc)
+        mutate(d["records"][2]["choice"])
+        with pytest.raises(ValueError, match=re.escape(match)):
+            load_doc(d, tmp_path)
+    old = copy.deepcopy(doc)
+    old["version"] = 1
+    with pytest.raises(ValueError, match="unexpected \\['choice'\\]"):
+        load_doc(old, tmp_path)
+    assert all(r.choice is None for r in load_trace(TRACE)[0])

@@ -4,11 +4,13 @@ caption per stage), where two walks part, and budget sweeps."""
 from __future__ import annotations
 
 import html
+import math
 import re
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ddtree import budget as auto_budget
 from ddtree.record import RequestRound, RoundRecord
 from ddtree.settings import AUTO, budget_order
 from ddtree.text import shorten, visible_whitespace
@@ -230,7 +232,30 @@ def stats_html(record: RoundRecord, *, request: int = 0, history: list[RoundReco
                     for k, v in cells)
     return (f"<div class='ddtree-stats' style='font-size:12px;display:flex;flex-wrap:wrap;gap:2px 12px'>{items}"
             f"<span class='ddtree-stat' style='color:#636363'><small>ms per stage</small> {html.escape(ms)}</span>"
-            "</div>")
+            f"{choice_html(record.choice)}</div>")
+
+
+CHOICE_REASONS = {"start": "nothing known yet: the smallest tree", "best": "the highest expected rate",
+                  "kept": "no other candidate expected MARGIN faster",
+                  "probe": "a speculative round after PROBE_EVERY AR rounds"}
+
+
+def choice_html(choice) -> str:
+    """budget="auto"'s choice in a round (a ddtree.budget.Choice, or None): the candidate it ran, why, and every
+    candidate's expected committed tokens per second (the chosen one bold; 0 nodes is AR, not speculating)."""
+    if choice is None:
+        return ""
+    rates = " · ".join(("<b>{}</b>" if n == choice.budget else "{}").format(
+        f"{'AR' if n == 0 else n} {'?' if math.isnan(r) else f'{r:.0f}'}") for n, r in zip(choice.candidates,
+                                                                                      choice.rates))
+    ran = "AR (not speculating)" if choice.budget == 0 else f"DDTree-{choice.budget}"
+    return (f"<span class='ddtree-stat ddtree-choice'><small>auto chose</small> <b>{ran}</b> "
+            f"<small>({html.escape(_reason(choice.reason))}; expected tokens/s {rates})</small></span>")
+
+
+def _reason(reason: str) -> str:
+    return CHOICE_REASONS[reason].replace("MARGIN", f"{auto_budget.MARGIN:.0%}").replace(
+        "PROBE_EVERY", str(auto_budget.PROBE_EVERY))
 
 
 def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:

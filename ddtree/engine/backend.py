@@ -17,17 +17,18 @@ whole model costs more than a whole graphed generation of a short answer.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import NamedTuple
 
 import torch
 
-from ddtree.budget import LAG, AutoBudget, BudgetCosts, accepted_within, expected_accepts, lookahead
+from ddtree.budget import AR, LAG, AutoBudget, BudgetCosts, Choice, accepted_within, expected_accepts, lookahead
 from ddtree.engine.decoder import NativeDecoder
 from ddtree.engine.device_round import DeviceRound, Flight, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
 from ddtree.record import KernelRead
 from ddtree.rounds import RoundOutcome, request_round
-from ddtree.settings import AUTO_BUDGETS, Settings, num_draft_tokens
+from ddtree.settings import AUTO_CANDIDATES, Settings, autoregressive, num_draft_tokens
 from ddtree.verify import VerifyResult
 
 MASK_LAYOUTS = ("padded", "unpadded")
@@ -45,7 +46,7 @@ class InFlight(NamedTuple):
     state: DeviceRound
     flight: Flight
     active: tuple  # [B] bool: the requests the round commits (the others are finished)
-    budget: int | None = None  # budget="auto": the budget chosen
+    choice: Choice | None = None  # budget="auto": the budget chosen and why
     warm: bool = False  # budget="auto": the round ran at full speed (its time is a steady overhead sample)
     undo: tuple = (None, ())  # budget="auto": (AutoBudget, the unobserved rounds) before this one started
 
@@ -57,6 +58,7 @@ class Observation(NamedTuple):
     accepted: tuple  # [K] the draft tokens its tree accepted (read for candidates up to `budget`), all requests
     overhead: float | None  # stage seconds outside the verify (None: not a steady sample)
     budget: int
+    drafting: float  # stage seconds of the draft and tree stages
 
 
 class NativeBackend:
@@ -156,7 +158,7 @@ class NativeBackend:
         if probe or state.packed.layout is not None:
             kernel = self._kernel_read(state, ctx, probe)
         return RoundOutcome(committed=committed, times=times, rows=state.rows, requests=requests, kernel=kernel,
-                            budget=flight.budget)
+                            choice=flight.choice)
 
     def cancel(self, flights: list[InFlight], tokens: list[list[int]]) -> None:
         """Undo started rounds (oldest first) that the session does not commit (queued past the end of a run, or
@@ -191,8 +193,8 @@ class NativeBackend:
     def _start_auto(self, settings: Settings, roots: list[int], coins) -> InFlight:
         """budget="auto": observe the round two before this one, choose, launch the chosen budget's round."""
         if self.auto is None:
-            costs = self.given_costs or BudgetCosts(AUTO_BUDGETS, measure_verify_costs(
-                self.decoder, AUTO_BUDGETS, cuda_graphs=self.cuda_graphs))
+            costs = self.given_costs or BudgetCosts(AUTO_CANDIDATES, measure_verify_costs(
+                self.decoder, AUTO_CANDIDATES, cuda_graphs=self.cuda_graphs))
             self.auto = AutoBudget(costs)
         rounds = self.auto_rounds
         if rounds is None or rounds.settings != settings:
@@ -210,7 +212,7 @@ class NativeBackend:
         warm = state.warm
         self.last_round = state
         started = InFlight(state, state.launch(None if coins is None else coins[..., :budget + 1]), self.active,
-                           budget, warm, undo)
+                           self.auto.choice, warm, undo)
         self.unobserved = pending + [started]
         return started
 
@@ -221,20 +223,30 @@ class NativeBackend:
         readback, times = round_.state.land(round_.flight)
         if bool(readback.bad_logits):
             return None
-        candidates, build = torch.tensor(self.auto.costs.budgets), round_.state.build
-        on = torch.tensor(round_.active)  # [B] the requests it committed
-        expected = expected_accepts(readback.node_logws[on], candidates, build).sum(0)  # [K] all active requests
+        budgets, budget = self.auto.costs.budgets, round_.choice.budget
+        overhead = sum(times.values()) - times["verify"] if round_.warm else None
+        if budget == AR:  # no tree: nothing told of the drafter
+            return Observation(tuple(0.0 if n == AR else math.nan for n in budgets), (0,) * len(budgets), overhead,
+                               AR, 0.0)
+        candidates, on = torch.tensor(budgets), torch.tensor(round_.active)  # on: [B] the requests it committed
+        expected = expected_accepts(readback.node_logws[on], candidates, round_.state.build).sum(0)  # [K]
         within = accepted_within(readback.accepted[on], candidates).sum(0)  # [K]
-        return Observation(tuple(expected.tolist()), tuple(within.tolist()),
-                           sum(times.values()) - times["verify"] if round_.warm else None, round_.budget)
+        return Observation(tuple(expected.tolist()), tuple(within.tolist()), overhead, budget,
+                           times["draft"] + times["tree"])
 
     def _auto_round(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None,
                     cuda_graphs=None) -> DeviceRound:
-        return DeviceRound(decoder or self.decoder, drafter or self.drafter,
-                           dataclasses.replace(rounds.settings, budget=budget),
+        """The round of candidate `budget`: DDTree built one candidate further, or (AR) the root alone, whose
+        commit still extends the drafter's context."""
+        settings, build = dataclasses.replace(rounds.settings, budget=budget), None
+        if budget == AR:
+            settings = autoregressive(rounds.settings)
+        else:
+            build = lookahead(self.auto.costs.budgets, budget)
+        return DeviceRound(decoder or self.decoder, drafter or self.drafter, settings,
                            rounds.bonus if bonus is None else bonus, budget + 1,
                            cuda_graphs=self.cuda_graphs if cuda_graphs is None else cuda_graphs,
-                           mask_layout=self.mask_layout, build=lookahead(self.auto.costs.budgets, budget))
+                           mask_layout=self.mask_layout, build=build)
 
     def _capture_rounds(self, rounds: AutoRounds) -> None:
         """Every candidate's round, captured now: first each runs once, eagerly, on copies of the caches and bonus
