@@ -76,7 +76,7 @@ def replay_same_round(rounds, costs: BudgetCosts, overhead_s, scale=None) -> lis
         told = expected_accepts(node_logws[None], candidates)[0].tolist()
         budget = choose_budget(told, 1, costs, auto.overhead(), auto.scale if scale is None else scale, auto.budget,
                                MARGIN)
-        auto.choice = Choice(budget, costs.budgets, (), "best")
+        auto.choice = Choice(budget, costs.budgets, (), (), "best")
         auto.observe(told, within, overhead_s[costs.budgets.index(budget)], budget)
         chosen.append(budget)
     return chosen

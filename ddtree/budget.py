@@ -154,6 +154,8 @@ class Choice(NamedTuple):
     budget: int  # 0 (AR): an autoregressive round
     candidates: tuple  # [K] the candidate budgets
     rates: tuple
+    typical: tuple  # [K] the rates the candidates gave over recent rounds (their mean accepted draft tokens), which
+    # AR's is compared with (NaN: none seen)
     reason: str  # "start" (nothing known yet), "best" (the highest rate), "kept" (none beat it by MARGIN) or
     # "probe" (a speculative round after PROBE_EVERY AR rounds)
 
@@ -166,6 +168,7 @@ class AutoBudget:
     accepted: list[float] | None = None  # [K] decayed sums of the draft tokens each candidate's tree accepted
     predicted: list[float] | None = None  # [K] decayed sums of their expectation under the draft model
     seen: list[bool] | None = None  # [K] whether a round has told the candidate's acceptance
+    counts: list[float] | None = None  # [K] decayed counts of the rounds that told it
     overheads: list[tuple[int, float]] = field(default_factory=list)  # recent speculative rounds: (budget, seconds
     # outside the verify forward)
     drafting: list[float] = field(default_factory=list)  # their seconds in the draft and tree stages
@@ -181,6 +184,7 @@ class AutoBudget:
         self.accepted = [0.0] * k if self.accepted is None else list(self.accepted)
         self.predicted = [0.0] * k if self.predicted is None else list(self.predicted)
         self.seen = [False] * k if self.seen is None else list(self.seen)
+        self.counts = [0.0] * k if self.counts is None else list(self.counts)
         self.fitted = self._fit()
 
     @property
@@ -224,24 +228,38 @@ class AutoBudget:
                 max(0.0, line[1] - (statistics.median(self.drafting) if self.drafting else 0.0))
         return line
 
+    def typical(self, requests: int) -> list[float]:
+        """[K] expected committed tokens per second of each candidate over recent rounds: its mean accepted draft
+        tokens a round (decayed, the counterfactual ones included) for speculative candidates (NaN: none seen), no
+        draft token for AR."""
+        mean = [a / c if c else math.nan for a, c in zip(self.accepted, self.counts)]
+        mean = [0.0 if n == AR else m for n, m in zip(self.costs.budgets, mean)]
+        return objective(mean, requests, self.costs, self.overhead())
+
     def choose(self, requests: int) -> int:
-        """The next round's budget, from the latest observed speculative round's expectations (start_budget before
-        any); the budget chosen last is kept unless another candidate promises MARGIN more; after PROBE_EVERY AR
-        rounds in a row, the best speculative candidate (a probe)."""
-        budgets, rates = self.costs.budgets, (math.nan,) * len(self.costs.budgets)
+        """The next round's budget (start_budget before any round is observed): among the speculative candidates,
+        from the latest observed speculative round's expectations, the budget chosen last kept unless another
+        promises MARGIN more. AR instead where its rate beats by MARGIN what the best speculative candidate gave
+        over recent rounds (sustained evidence, not one round's expectation), and kept unless they beat it by MARGIN;
+        after PROBE_EVERY AR rounds in a row, the best speculative candidate (a probe)."""
+        budgets, k = self.costs.budgets, len(self.costs.budgets)
+        rates, typical = (math.nan,) * k, (math.nan,) * k
         if self.latest is None:
             budget, reason = start_budget(self.costs), "start"
         else:
             rates = tuple(objective(self.latest, requests, self.costs, self.overhead(), self.scale))
-            if self.budget == AR and self.ar_run >= PROBE_EVERY:
-                speculative = [math.nan if n == AR else e for n, e in zip(budgets, self.latest)]
-                budget, reason = choose_budget(speculative, requests, self.costs, self.overhead(), self.scale), "probe"
-            else:
-                budget = choose_budget(self.latest, requests, self.costs, self.overhead(), self.scale, self.budget,
-                                       MARGIN)
-                reason = "kept" if budget == self.budget else "best"
+            typical = tuple(self.typical(requests))
+            speculative = [math.nan if n == AR else e for n, e in zip(budgets, self.latest)]
+            held = None if self.budget == AR else self.budget
+            budget = choose_budget(speculative, requests, self.costs, self.overhead(), self.scale, held, MARGIN)
+            probing = self.budget == AR and self.ar_run >= PROBE_EVERY
+            if budgets[0] == AR and not probing:
+                best = max((t for n, t in zip(budgets, typical) if n != AR and not math.isnan(t)), default=math.nan)
+                ar_wins = typical[0] > (1 + MARGIN) * best if self.budget != AR else not best > (1 + MARGIN) * typical[0]
+                budget = AR if ar_wins else budget
+            reason = "probe" if probing else "kept" if budget == self.budget else "best"
         self.ar_run = self.ar_run + 1 if budget == AR else 0
-        self.choice = Choice(budget, budgets, rates, reason)
+        self.choice = Choice(budget, budgets, rates, typical, reason)
         return budget
 
     def choose_next(self, pending: list, requests: int) -> tuple[int, list]:
@@ -267,6 +285,7 @@ class AutoBudget:
                 if n <= budget:
                     self.predicted[k] = DECAY * self.predicted[k] + float(predicted[k])
                     self.accepted[k] = DECAY * self.accepted[k] + float(accepted[k])
+                    self.counts[k] = DECAY * self.counts[k] + 1
                     self.seen[k] = True
         if overhead is not None and self.costs.overhead is None:
             if budget == AR:
@@ -278,7 +297,7 @@ class AutoBudget:
             self.fitted = self._fit()
 
     def copy(self) -> AutoBudget:
-        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, list(self.overheads),
+        return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, self.counts, list(self.overheads),
                           list(self.drafting), list(self.ar_overheads), self.latest, self.choice, self.ar_run)
 
 

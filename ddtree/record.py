@@ -106,7 +106,7 @@ class RoundRecord:
         if self.choice is not None:  # NaN (not known) as null: JSON has none
             c = self.choice
             d["choice"] = {"budget": c.budget, "candidates": list(c.candidates), "reason": c.reason,
-                           "rates": [None if math.isnan(r) else r for r in c.rates]}
+                           "rates": _nulls(c.rates), "typical": _nulls(c.typical)}
         return d
 
     @property
@@ -323,26 +323,31 @@ def _request_from_dict(d: dict, where: str, vocab: int, rows: int) -> RequestRou
     return RequestRound(tree=tree, token_texts={int(k): v for k, v in texts.items()}, budget=budget, **fields_)
 
 
+def _nulls(values) -> list:
+    return [None if math.isnan(v) else v for v in values]
+
+
 def _choice_from_dict(d) -> Choice:
-    """A budget="auto" round's choice: the budget among increasing candidates, a rate (or null) per candidate and
-    one of REASONS."""
-    _expect_keys(d, {"budget", "candidates", "rates", "reason"}, "choice")
+    """A budget="auto" round's choice: the budget among increasing candidates, two rates (or null) per candidate
+    and one of REASONS."""
+    _expect_keys(d, {"budget", "candidates", "rates", "typical", "reason"}, "choice")
     _check(d["budget"], _INT, "choice.budget")
     _check(d["candidates"], [_INT], "choice.candidates")
-    candidates, rates = d["candidates"], d["rates"]
+    candidates = d["candidates"]
     _in_range(candidates, 0, MAX_BUDGET, "choice.candidates")
     if not candidates or candidates != sorted(set(candidates)) or d["budget"] not in candidates:
         raise ValueError(f"choice.candidates must be distinct increasing budgets holding choice.budget "
                          f"{d['budget']!r}, got {candidates!r}")
-    if not isinstance(rates, list) or len(rates) != len(candidates):
-        raise ValueError(f"choice.rates must hold one rate (or null) per candidate ({len(candidates)})")
-    for j, r in enumerate(rates):
-        if r is not None:
-            _check(r, _FLOAT, f"choice.rates[{j}]")
+    for key in ("rates", "typical"):
+        if not isinstance(d[key], list) or len(d[key]) != len(candidates):
+            raise ValueError(f"choice.{key} must hold one rate (or null) per candidate ({len(candidates)})")
+        for j, r in enumerate(d[key]):
+            if r is not None:
+                _check(r, _FLOAT, f"choice.{key}[{j}]")
     if d["reason"] not in REASONS:
         raise ValueError(f"choice.reason must be one of {REASONS}, got {d['reason']!r}")
-    return Choice(d["budget"], tuple(candidates), tuple(math.nan if r is None else float(r) for r in rates),
-                  d["reason"])
+    return Choice(d["budget"], tuple(candidates), *(tuple(math.nan if r is None else float(r) for r in d[key])
+                                                    for key in ("rates", "typical")), d["reason"])
 
 
 def _round_from_dict(d: dict, vocab: int, version: int = TRACE_VERSION) -> RoundRecord:

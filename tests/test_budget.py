@@ -399,7 +399,7 @@ def test_auto_stops_speculating_where_it_does_not_pay(pair, backend, tmp_path):
     assert s.records[2 + auto_budget.PROBE_EVERY].choice.reason == "probe"
     ddtree.save_trace(s.records, tmp_path / "t.json")
     loaded, _ = ddtree.load_trace(tmp_path / "t.json")
-    assert [r.choice for r in loaded][2:] == [r.choice for r in s.records][2:]
+    assert [repr(r.choice) for r in loaded] == [repr(r.choice) for r in s.records]  # NaN != NaN
     other = "reference" if backend == "native" else "native"
     twin = Session(pair, PROMPTS, budget="auto", budget_costs=costs, backend=other)
     twin.run(40, stop_on_eos=False)

@@ -367,7 +367,7 @@ def test_an_auto_rounds_choice_is_saved_checked_and_absent_from_version_1(tmp_pa
     save_trace(s.records, tmp_path / "t.json")
     doc = json.loads((tmp_path / "t.json").read_text())
     assert doc["version"] == 2 and doc["records"][2]["method"] == "ar" and doc["records"][2]["choice"]["budget"] == 0
-    assert [r.choice for r in load_trace(tmp_path / "t.json")[0]][2] == s.records[2].choice
+    assert repr(load_trace(tmp_path / "t.json")[0][2].choice) == repr(s.records[2].choice)
     bad = [("choice.reason", lambda c: c.__setitem__("reason", "guess")),
            ("choice.rates", lambda c: c.__setitem__("rates", [1.0])),
            ("choice.candidates", lambda c: c.__setitem__("candidates", [4, 2, 0])),

@@ -703,10 +703,11 @@ def test_the_stats_line_says_what_auto_chose_and_why(records):
     """A budget="auto" round's stats tell the candidate it ran (AR: not speculating), the reason in words and every
     candidate's expected tokens/s, the chosen one bold and unknown ones '?'; other rounds say nothing of it."""
     from ddtree.budget import Choice
-    rec = replace(records[0], choice=Choice(0, (0, 8, 16), (512.4, 285.0, math.nan), "kept"))
+    rec = replace(records[0], choice=Choice(0, (0, 8, 16), (512.4, 285.0, math.nan), (512.4, 300.2, math.nan),
+                                            "kept"))
     text = figures.stats_html(rec)
     assert "auto chose</small> <b>AR (not speculating)</b>" in text and "no other candidate expected 2% faster" in text
-    assert "<b>AR 512</b> · 8 285 · 16 ?" in text
-    probe = figures.stats_html(replace(records[0], choice=Choice(8, (0, 8), (9.0, 8.0), "probe")))
+    assert "<b>AR 512</b> · 8 285 · 16 ?" in text and "over recent rounds DDTree-8 300 against AR 512" in text
+    probe = figures.stats_html(replace(records[0], choice=Choice(8, (0, 8), (9.0, 8.0), (9.0, 8.0), "probe")))
     assert "<b>DDTree-8</b>" in probe and "after 8 AR rounds" in probe and "<b>8 8</b>" in probe
     assert "auto chose" not in figures.stats_html(records[0])

@@ -249,8 +249,12 @@ def choice_html(choice) -> str:
         f"{'AR' if n == 0 else n} {'?' if math.isnan(r) else f'{r:.0f}'}") for n, r in zip(choice.candidates,
                                                                                       choice.rates))
     ran = "AR (not speculating)" if choice.budget == 0 else f"DDTree-{choice.budget}"
+    seen = [(t, n) for n, t in zip(choice.candidates, choice.typical) if n != 0 and not math.isnan(t)]
+    recent = f"; over recent rounds DDTree-{max(seen)[1]} {max(seen)[0]:.0f} against AR {choice.typical[0]:.0f}" \
+        if seen and choice.candidates[0] == 0 else ""
     return (f"<span class='ddtree-stat ddtree-choice'><small>auto chose</small> <b>{ran}</b> "
-            f"<small>({html.escape(_reason(choice.reason))}; expected tokens/s {rates})</small></span>")
+            f"<small>({html.escape(_reason(choice.reason))}; expected tokens/s this round {rates}{recent})</small>"
+            "</span>")
 
 
 def _reason(reason: str) -> str:
