@@ -1,5 +1,6 @@
-"""General-chat prompt material (ddtree/training/chat.py): sizes, kinds, uniqueness, shapes and determinism; the
-committed prompts file's chat prompts drawn again as they were, with material appended since."""
+"""General-chat prompt material (ddtree/training/chat.py, data/chat_material.jsonl): sizes, kinds, uniqueness,
+shapes and determinism; the committed prompts file's chat prompts drawn again as they were, with material appended
+since; the material file's tables, and its malformed lines."""
 import json
 import re
 from collections import Counter
@@ -156,3 +157,43 @@ def test_making_the_prompts_file_again_gives_the_committed_file(tmp_path):
     subprocess.run([sys.executable, "-m", "ddtree.training.prompts", "--out", str(out)], check=True,
                    capture_output=True)
     assert out.read_bytes() == PROMPTS_FILE.read_bytes()
+
+
+def test_material_file_loads_as_tuples_without_duplicate_entries():
+    """Every table of data/chat_material.jsonl is a non-empty tuple of strings or (a, b) string pairs, with no entry
+    twice; the module's tables are those (summary has no suffixes)."""
+    material = chat.read_material()
+    tables = {table for table in material if not table.startswith("SUFFIXES[")}
+    assert tables >= set(chat.DRAWS[-1]) - {"MATH_PROBLEMS"}
+    assert all(getattr(chat, table) == material[table] for table in tables)
+    assert chat.SUFFIXES == {kind: material.get(f"SUFFIXES[{kind!r}]", ()) for kind in chat.SUFFIXES}
+    assert chat.SUFFIXES["summary"] == () and len(chat.SUFFIXES) == 8
+    for table, entries in material.items():
+        assert isinstance(entries, tuple) and entries, table
+        assert all(isinstance(e, str) or (isinstance(e, tuple) and len(e) == 2 and all(isinstance(v, str) for v in e))
+                   for e in entries), table
+        assert len(set(entries)) == len(entries), table
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"table": "DISHES", "text": "hummus"', "Expecting"),
+    ('["DISHES", "hummus"]', 'not an object with a "table" name'),
+    ('{"table": "DISHES", "text": "hummus", "pair": ["a", "b"]}', 'exactly one of "text" and "pair"'),
+    ('{"table": "DISHES", "txt": "hummus"}', 'exactly one of "text" and "pair"'),
+    ('{"table": "CHOICE_PAIRS", "pair": ["tea", "coffee", "cocoa"]}', '"pair" must be a list of two strings'),
+    ('{"table": "DISHES", "text": 3}', '"text" must be a string'),
+    ('{"table": "SUFFIXES", "kind": null, "text": "Be brief."}', '"kind" must be a string'),
+    ("", "Expecting value"),
+])
+def test_a_malformed_material_line_is_an_error_naming_the_file_and_line(tmp_path, line, message):
+    path = tmp_path / "material.jsonl"
+    path.write_text('{"table": "DISHES", "text": "falafel"}\n' + line + "\n")
+    with pytest.raises(ValueError, match=f"{re.escape(str(path))}, line 2: .*{re.escape(message)}"):
+        chat.read_material(path)
+
+
+def test_a_material_line_not_in_utf8_is_an_error_naming_the_line(tmp_path):
+    path = tmp_path / "material.jsonl"
+    path.write_bytes(b'{"table": "DISHES", "text": "falafel"}\n{"table": "DISHES", "text": "cr\xe8pes"}\n')
+    with pytest.raises(ValueError, match=r"line 2: .*utf-8"):
+        chat.read_material(path)
