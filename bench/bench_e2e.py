@@ -111,8 +111,10 @@ def main() -> None:
     ap.add_argument("--budgets", type=budget_option, nargs="+", default=[8, 16, 32, 64, 128, 256, "auto"])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
     ap.add_argument("--prompt-set", choices=["code", "chat", "both"], default="both")
-    ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
-                    help="the fused target and drafter forwards (--no-fused: the modules' own forwards)")
+    ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
+                    help="the fused target and drafter forwards (--no-fused: the modules' own forwards; default: on "
+                         "CUDA, where their kernels compile, not on a CPU, where they would run in Triton's "
+                         "interpreter)")
     ap.add_argument("--compare-unfused", action="store_true", help="also time every native row unfused")
     ap.add_argument("--exact", action="store_true", help="also time every native row in bit-exact mode (exact=True)")
     ap.add_argument("--compare-overlap", action="store_true",
@@ -137,6 +139,7 @@ def main() -> None:
     if args.auto_margin is not None:
         auto_budget.MARGIN = args.auto_margin  # read by every choice from here on
     cuda = args.device.startswith("cuda")
+    args.fused = cuda if args.fused is None else args.fused
     pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
     prompts = {name: PROMPT_SETS[name][:args.prompts] for name in sets}

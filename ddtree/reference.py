@@ -75,6 +75,7 @@ class ReferenceBackend:
         self.warm = False  # a round has run (the next one's time counts for the learnt overhead)
         self.unobserved = []  # budget="auto": the last two rounds' AutoBudget.observe arguments, oldest first; the
         # oldest is observed when the next round is chosen
+        self.finished: Before | None = None  # the state before the round finished last (park reads it)
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
@@ -181,19 +182,27 @@ class ReferenceBackend:
         self.warm = True
         return Ran(settings, verified, times, q, None if chosen is None else auto.choice, before)
 
-    def finish(self, ran: Ran, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
+    def finish(self, flight: Ran, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome:
         """The outcome of a round start() ran; records (`top_k`) from its host copies."""
+        self.finished = flight.before
         requests = [] if top_k is None else [
-            None if v is None else request_round(self.pair, ran.settings, v.ctx, v.tree, v.dlogits,
+            None if v is None else request_round(self.pair, flight.settings, v.ctx, v.tree, v.dlogits,
                                                  v.packed.input_ids, v.packed.positions, v.logits, v.result, top_k)
-            for v in ran.verified]
-        return RoundOutcome(committed=[[] if v is None else v.result.committed for v in ran.verified],
-                            times=ran.times, rows=ran.rows, requests=requests, choice=ran.choice)
+            for v in flight.verified]
+        return RoundOutcome(committed=[[] if v is None else v.result.committed for v in flight.verified],
+                            times=flight.times, rows=flight.rows, requests=requests, choice=flight.choice)
 
     def cancel(self, flights: list[Ran], tokens: list[list[int]]) -> None:
         """Undo rounds that ran (oldest first) and were not committed by the session: the caches and the budget
         choice go back to `tokens` (every request's committed tokens), as before the oldest."""
         self._restore(flights[0].before, tokens)
+
+    def park(self, requests: list[int], tokens: list[list[int]]) -> None:
+        """Drop what the round just finished committed for `requests` (ones the session had finished): their caches
+        back to `tokens`, their drafter contexts to before that round."""
+        for b in requests:
+            self.target_caches[b].crop(len(tokens[b]) - 1)
+            self.draft_caches[b] = self.finished.draft_caches[b]
 
     def _restore(self, before: Before, tokens: list[list[int]]) -> None:
         for cache, toks in zip(self.target_caches, tokens):  # the rows a round verified or kept
@@ -209,4 +218,5 @@ class ReferenceBackend:
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
         twin.given_costs, twin.warm, twin.unobserved = self.given_costs, self.warm, list(self.unobserved)
         twin.auto = None if self.auto is None else self.auto.copy()
+        twin.finished = None
         return twin

@@ -8,16 +8,40 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
-from ddtree.budget import Choice
+from ddtree.budget import BudgetCosts, Choice
 from ddtree.record import KernelRead, RequestRound
 from ddtree.settings import Settings
 from ddtree.tree import DraftTree, build_tree, chain_tree, ranked_top_k, root_tree
 from ddtree.verify import VerifyResult, sampling_probs, verify_greedy, verify_sampled
 
 TOP_K = 16  # default top-K entries per depth / node kept in records
+
+
+class Backend(Protocol):
+    """What a Session drives, implemented completely by the reference backend (ddtree.reference) and the native
+    engine (ddtree.engine.backend); `flight` is whatever start returns, handed back to finish or cancel."""
+    name: str  # "reference" | "native"
+    runs_finished: bool  # whether a round computes the rows of requests the session has finished
+    max_len: int  # cache entries per request
+
+    @property
+    def budget_costs(self) -> BudgetCosts | None: ...  # budget="auto": the cost table (None before it is made)
+
+    def prefill(self, prompts: list[list[int]]) -> torch.Tensor: ...  # -> logits  # [B, vocab] at the last positions
+
+    def start(self, settings: Settings, tokens: list[list[int]], coins, active: list[bool]): ...
+
+    def finish(self, flight, tokens: list[list[int]], top_k: int | None, probe: bool) -> RoundOutcome: ...
+
+    def cancel(self, flights: list, tokens: list[list[int]]) -> None: ...  # undo started rounds, oldest first
+
+    def park(self, requests: list[int], tokens: list[list[int]]) -> None: ...  # drop the last commit of requests
+
+    def fork(self) -> Backend: ...  # an independent copy
 
 
 @dataclass

@@ -30,7 +30,7 @@ from ddtree.engine.backend import NativeBackend
 from ddtree.generation import Generation, eos_index, make_generation
 from ddtree.record import RoundRecord
 from ddtree.reference import ReferenceBackend
-from ddtree.rounds import TOP_K, first_tokens, timed
+from ddtree.rounds import TOP_K, Backend, first_tokens, timed
 from ddtree.settings import (BACKENDS, ContextFull, as_prompt_list, check_room, encode_prompts, fork_generator,
                              fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
@@ -111,6 +111,7 @@ class Session:
             rows = max(num_draft_tokens(self.settings, pair), pair.block_size if pair.drafter is not None else 1)
             limit = min(limit, max(len(x) for x in ids) + 1024 + rows)  # longest prompt
         max_len = limit
+        self.backend: Backend
         if backend == "native":
             options = NATIVE_DEFAULTS | native_options
             overlap = options.pop("overlap")
@@ -150,8 +151,11 @@ class Session:
         """What of the fast path this session runs, and why any part of it is off (shown by repr)."""
         b, cuda = self.backend, self.pair.device.type == "cuda"
         if b.name == "reference":
+            cpu = "" if cuda or self.settings.method != "ddtree" or self.settings.auto else (
+                "; on a CPU a verify of many rows costs more than an autoregressive step: budget='auto' stops "
+                "speculating where that does not pay")
             return ("reference backend: one Hugging Face forward per request" +
-                    (" (backend='native' is the fast path on CUDA)" if cuda else ""))
+                    (" (backend='native' is the fast path on CUDA)" if cuda else "") + cpu)
         attention = b.decoder.attention
         graphs = "on" if b.cuda_graphs else ("off: needs a CUDA pair" if not cuda else
                                              f"off: attention={attention!r} (they need Triton attention)"

@@ -195,3 +195,37 @@ def test_every_consumer_takes_every_session(pair, backend, tmp_path):
     assert report.ok and report.tokens_checked == 16
     rows = sweep(pair, PROMPTS[:1], [2, 4], max_new_tokens=6, backend=backend, progress=False)
     assert {r["budget"] for r in summarize(rows)} == {0, 2, 4}
+
+
+def test_both_backends_implement_the_backend_protocol_completely():
+    """ddtree.rounds.Backend is what a Session drives: every member, with the same parameters, on both backends."""
+    import inspect
+
+    from ddtree.engine.backend import NativeBackend
+    from ddtree.reference import ReferenceBackend
+    from ddtree.rounds import Backend
+
+    members = [m for m in vars(Backend) if not m.startswith("_")] + list(Backend.__annotations__)
+    assert {"start", "finish", "cancel", "park", "fork", "prefill", "budget_costs", "name", "max_len"} <= set(members)
+    pair = ddtree.models.tiny_random_pair(0)
+    for cls in (ReferenceBackend, NativeBackend):
+        backend = cls(pair, 2, 64)
+        for m in members:
+            assert hasattr(backend, m), f"{cls.__name__} lacks {m}"
+            want = getattr(Backend, m, None)
+            if inspect.isfunction(want):
+                assert list(inspect.signature(getattr(cls, m)).parameters) == list(inspect.signature(want).parameters)
+
+
+def test_the_reference_backend_parks_a_request_finished_behind_its_round():
+    """park drops the last round's commit of a request: its caches as before that round, so a later round
+    decodes what it would have decoded."""
+    pair = ddtree.models.tiny_random_pair(0)
+    s = Session(pair, ["one", "two"], budget=4, backend="reference")
+    s.step()
+    before = [list(t) for t in s.tokens]
+    lengths = [c.length for c in s.backend.target_caches], [c.length for c in s.backend.draft_caches]
+    s.step()
+    s.backend.park([1], before)
+    assert s.backend.target_caches[1].length == lengths[0][1] and s.backend.draft_caches[1].length == lengths[1][1]
+    assert s.backend.target_caches[0].length > lengths[0][0]  # the other request keeps its commit

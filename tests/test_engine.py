@@ -110,7 +110,8 @@ def test_a_session_says_which_fast_paths_run_and_why_not(pair):
     assert "CUDA graphs off: needs a CUDA pair" in repr(native) and "overlap off: on CUDA only" in repr(native)
     assert "2 requests, ddtree, budget 4, greedy, 0 rounds" in repr(native)
     reference = Session(pair, "x", budget=4, backend="reference", cuda_graphs=False, overlap=False)  # "off" is fine
-    assert reference.fast_path.startswith("reference backend")
+    assert reference.fast_path.startswith("reference backend") and "budget='auto' stops speculating" in repr(reference)
+    assert "stops speculating" not in Session(pair, "x", budget="auto", backend="reference").fast_path
     with pytest.raises(ValueError, match="cuda_graphs must be True or False"):
         Session(pair, "x", backend="native", cuda_graphs="yes")
 
