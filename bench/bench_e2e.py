@@ -12,7 +12,9 @@ overhead_pct = draft + tree + pack + commit as a share of the round's wall time,
 (everything speculation adds around the verify forward), walk_ms = the walk's time a round, host_pct = the wall
 time no stage covers (the device waiting for launches, readbacks, Python: with overlapped rounds only the gaps
 between stage graphs), mean_budget = the budget the rounds used (auto:
-chosen), switch_pct = the share of auto rounds whose budget differs from the round before (--auto-margin sets
+chosen), setup_s = the seconds before the timed run (the session made, its prefill, the warm-up rounds, the auto
+cost table: what a user waits before the first timed token), x_ar_cold = the speed over autoregressive with setup_s
+counted, switch_pct = the share of auto rounds whose budget differs from the round before (--auto-margin sets
 ddtree.budget.MARGIN, how much faster another candidate must look to change budget).
 Autoregressive rows run the target alone (a pair without the drafter: no drafter context to extend). Ratios
 x_ar / x_dflash compare rows of the same prompt set, path and temperature; with --exact every native row
@@ -79,6 +81,7 @@ def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, 
     """variant: (fused, exact, overlap) of a native run, or "default": the Session a user names no flag for."""
     verify = "greedy" if temperature == 0 else "sampled"
     kwargs = dict(method=method, budget=budget, verify=verify, temperature=temperature or 1.0, seed=0)
+    t_setup = time.perf_counter()
     if variant == "default":
         s = Session(pair, prompt, **kwargs)
         s.step()
@@ -96,11 +99,12 @@ def timed_run(pair, prompt, method, budget, temperature, max_new, native: bool, 
     s.step()
     start, first = generated_count(s), len(s.records)
     t0 = time.perf_counter()
+    setup = t0 - t_setup
     gen = s.run(start + max_new, stop_on_eos=False)[0]
     wall = time.perf_counter() - t0
     records = s.records[first:]
     stage = {k: sum(r.times[k] for r in records) for k in records[0].times}
-    return {"tokens": len(gen.tokens) - start, "wall": wall, "rounds": len(records), "stage": stage,
+    return {"tokens": len(gen.tokens) - start, "wall": wall, "setup": setup, "rounds": len(records), "stage": stage,
             "accepted": sum(gen.acceptance_lengths[-len(records):]), "budgets": sum(r.budget for r in records),
             "switches": sum(a.budget != b.budget for a, b in zip(records, records[1:]))}
 
@@ -158,7 +162,7 @@ def main() -> None:
         runs = [timed_run(alone if method == "ar" else pair, p, method, budget, temperature,
                           args.max_new if native else args.hf_max_new, native, cuda, variant, costs)
                 for p in prompts[prompt_set]]
-        tokens, wall, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "rounds"))
+        tokens, wall, setup, rounds = (sum(r[k] for r in runs) for k in ("tokens", "wall", "setup", "rounds"))
         stage = {k: sum(r["stage"][k] for r in runs) for k in runs[0]["stage"]}
         path = "default" if variant == "default" else ("native" + ("+graphs" if cuda else "")
                                                        + ("" if variant[0] else " unfused")
@@ -167,6 +171,7 @@ def main() -> None:
         rows.append({"prompts": prompt_set, "path": path, "T": temperature, "method": method,
                      "budget": budget if method == "ddtree" else None,
                      "tokens_per_s": round(tokens / wall, 1),
+                     "setup_s": round(setup / len(runs), 3), "cold_tokens_per_s": round(tokens / (wall + setup), 1),
                      "acceptance": round(sum(r["accepted"] for r in runs) / rounds, 2),
                      "mean_budget": round(sum(r["budgets"] for r in runs) / rounds, 1) if method == "ddtree" else None,
                      "switch_pct": (round(100 * sum(r["switches"] for r in runs) / rounds, 1) if budget == "auto"
@@ -182,6 +187,7 @@ def main() -> None:
         base = next(r for r in rows if same(r, row) and r["method"] == "ar")
         chain = next((r for r in rows if same(r, row) and r["method"] == "dflash"), None)
         row["x_ar"] = round(row["tokens_per_s"] / base["tokens_per_s"], 2)
+        row["x_ar_cold"] = round(row["cold_tokens_per_s"] / base["cold_tokens_per_s"], 2)
         row["x_dflash"] = round(row["tokens_per_s"] / chain["tokens_per_s"], 2) if chain else None
         fast = ("native" + "+graphs" * cuda) if row["path"] == "default" else row["path"].removesuffix(" exact")
         row["x_fast"] = speed_over(rows, row, fast) if fast != row["path"] else None
@@ -196,8 +202,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     name = "e2e_" + args.device.split(":")[0]
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "acceptance", "mean_budget", "switch_pct",
-            "round_ms", "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast",
+    cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "setup_s", "x_ar_cold", "acceptance",
+            "mean_budget", "switch_pct", "round_ms", "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast",
             "x_stepped"]
     md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
           + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())

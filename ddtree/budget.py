@@ -11,7 +11,9 @@ seconds, so the round's budget is
 one budget for the whole batch (every tree is padded to the same rows anyway), kept while no candidate promises
 MARGIN more: the choice holds still where two budgets are about even (changing budget replays another CUDA graph,
 whose launches start cold). cost(n) is measured on the device at
-the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request); overhead(n) (draft, tree, pack,
+the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request), or lazily (a table with NaN
+entries and a `measure` function: an entry is measured when a choice first reads it, so a session that never
+climbs past budget 16 never times the verify of 256 rows); overhead(n) (draft, tree, pack,
 walk, commit: they grow with the rows) is given (one number for every budget) or learnt from recent rounds' time
 outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at least
 0), their median before.
@@ -40,14 +42,18 @@ verify of many rows costs more than the draft tokens it buys (small models on a 
 the drafter's context is still extended with every committed token so that speculation can resume at any round.
 AR's overhead is learnt from AR rounds; before any, it is the speculative rounds' overhead less their draft and tree
 stages. An AR round tells nothing about the drafter, so after PROBE_EVERY AR rounds in a row one round speculates
-at the best speculative candidate (a probe) and refreshes the expectations and the calibration.
+at the best speculative candidate (a probe) and refreshes the expectations and the calibration; each probe after
+which AR is chosen again doubles the AR rounds before the next one (up to PROBE_MAX), and a speculative choice on
+evidence resets it, so where speculation never pays the probes cost a vanishing share of the rounds.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
+import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -60,14 +66,15 @@ OVERHEAD_SAMPLES = 32  # recent rounds whose overhead enters the fit
 MARGIN = 0.02  # the budget changes only for a candidate expected this much faster (a fraction of the current rate)
 AR = 0  # the candidate budget of an autoregressive round (module docstring)
 PROBE_EVERY = 8  # AR rounds in a row before one speculative round refreshes what the drafter would give
+PROBE_MAX = 64  # the most AR rounds in a row between probes (the gap doubles after each probe AR follows)
 REASONS = ("start", "best", "kept", "probe")  # why a round's budget was chosen (Choice.reason)
 
 
 @dataclass(frozen=True)
 class BudgetCosts:
     """The verify cost per candidate budget: `seconds[i]` for one round's verify forward of the whole batch at
-    budgets[i] + 1 rows per request; `overhead` the seconds of a round that do not depend on the budget, or None to
-    learn them from the rounds."""
+    budgets[i] + 1 rows per request (NaN: not measured yet; the session measures it before a choice reads it);
+    `overhead` the seconds of a round that do not depend on the budget, or None to learn them from the rounds."""
     budgets: tuple[int, ...]  # 0 (AR): an autoregressive round, one verify row
     seconds: tuple[float, ...]
     overhead: float | None = None
@@ -77,17 +84,32 @@ class BudgetCosts:
         if not budgets or list(budgets) != sorted(set(budgets)) or budgets[-1] == AR:
             raise ValueError(f"budget_costs.budgets must be distinct increasing budgets (0: autoregressive rounds), "
                              f"at least one of them > 0, got {self.budgets!r}")
-        seconds = tuple(_seconds("budget_costs.seconds entry", s) for s in self.seconds)
-        if len(seconds) != len(budgets) or not all(s > 0 for s in seconds):
-            raise ValueError(f"budget_costs.seconds must hold one positive time per budget ({len(budgets)}), got "
-                             f"{self.seconds!r}")
+        seconds = tuple(s if _is_nan(s) else _seconds("budget_costs.seconds entry", s) for s in self.seconds)
+        if len(seconds) != len(budgets) or not all(s > 0 or math.isnan(s) for s in seconds):
+            raise ValueError(f"budget_costs.seconds must hold one positive time (or NaN: not measured) per budget "
+                             f"({len(budgets)}), got {self.seconds!r}")
         object.__setattr__(self, "budgets", budgets)
         object.__setattr__(self, "seconds", seconds)
         if self.overhead is not None:
             object.__setattr__(self, "overhead", _seconds("budget_costs.overhead", self.overhead))
 
+    @property
+    def unmeasured(self) -> tuple[int, ...]:
+        """The budgets whose verify cost is not measured yet."""
+        return tuple(n for n, s in zip(self.budgets, self.seconds) if math.isnan(s))
+
+    def filled(self, budgets, seconds) -> BudgetCosts:
+        """This table with the measured `seconds` of `budgets` in place."""
+        new = dict(zip(budgets, seconds))
+        return dataclasses.replace(self, seconds=tuple(new.get(n, s) for n, s in zip(self.budgets, self.seconds)))
+
     def to_dict(self) -> dict:
-        return {"budgets": list(self.budgets), "seconds": list(self.seconds), "overhead": self.overhead}
+        return {"budgets": list(self.budgets), "seconds": [None if math.isnan(s) else s for s in self.seconds],
+                "overhead": self.overhead}
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _seconds(name: str, value) -> float:
@@ -177,6 +199,9 @@ class AutoBudget:
     # its build)
     choice: Choice | None = None  # the last choice (None before the first)
     ar_run: int = 0  # AR rounds chosen in a row
+    probe_after: int = PROBE_EVERY  # AR rounds in a row before the next probe
+    measure: Callable | None = None  # budgets -> their verify seconds: fills the table's NaN entries a choice reads
+    measuring: float = 0.0  # seconds spent in measure (a backend leaves them out of the round's overhead)
     fitted: list[float] = field(init=False, repr=False)  # overhead(), refitted when a round is observed
 
     def __post_init__(self):
@@ -241,8 +266,10 @@ class AutoBudget:
         from the latest observed speculative round's expectations, the budget chosen last kept unless another
         promises MARGIN more. AR instead where its rate beats by MARGIN what the best speculative candidate gave
         over recent rounds (sustained evidence, not one round's expectation), and kept unless they beat it by MARGIN;
-        after PROBE_EVERY AR rounds in a row, the best speculative candidate (a probe)."""
+        after probe_after AR rounds in a row, the best speculative candidate (a probe). Measures first the cost
+        table's entries it reads that are not measured yet (a lazy table)."""
         budgets, k = self.costs.budgets, len(self.costs.budgets)
+        self._measure_read()
         rates, typical = (math.nan,) * k, (math.nan,) * k
         if self.latest is None:
             budget, reason = start_budget(self.costs), "start"
@@ -252,15 +279,33 @@ class AutoBudget:
             speculative = [math.nan if n == AR else e for n, e in zip(budgets, self.latest)]
             held = None if self.budget == AR else self.budget
             budget = choose_budget(speculative, requests, self.costs, self.overhead(), self.scale, held, MARGIN)
-            probing = self.budget == AR and self.ar_run >= PROBE_EVERY
+            probing = self.budget == AR and self.ar_run >= self.probe_after
             if budgets[0] == AR and not probing:
                 best = max((t for n, t in zip(budgets, typical) if n != AR and not math.isnan(t)), default=math.nan)
                 ar_wins = typical[0] > (1 + MARGIN) * best if self.budget != AR else not best > (1 + MARGIN) * typical[0]
                 budget = AR if ar_wins else budget
             reason = "probe" if probing else "kept" if budget == self.budget else "best"
+            if probing:
+                self.probe_after = min(2 * self.probe_after, PROBE_MAX)
+            elif budget != AR:
+                self.probe_after = PROBE_EVERY
         self.ar_run = self.ar_run + 1 if budget == AR else 0
         self.choice = Choice(budget, budgets, rates, typical, reason)
         return budget
+
+    def _measure_read(self) -> None:
+        """Measure the table's NaN entries the next choice reads: AR's (the overhead's fallback) and those of the
+        candidates whose expectation is known."""
+        known = (math.nan,) * len(self.costs.budgets) if self.latest is None else self.latest
+        needed = [n for n, s, e in zip(self.costs.budgets, self.costs.seconds, known)
+                  if math.isnan(s) and (n == AR or not math.isnan(e))]
+        if needed:
+            if self.measure is None:
+                raise ValueError(f"budget_costs has no verify time for budgets {needed} and nothing to measure them")
+            t0 = time.perf_counter()
+            self.costs = self.costs.filled(needed, self.measure(tuple(needed)))
+            self.measuring += time.perf_counter() - t0
+            self.fitted = self._fit()
 
     def choose_next(self, pending: list, requests: int) -> tuple[int, list]:
         """The next round's budget by the lag rule: `pending` the rounds started and not yet observed, oldest first,
@@ -298,7 +343,8 @@ class AutoBudget:
 
     def copy(self) -> AutoBudget:
         return AutoBudget(self.costs, self.accepted, self.predicted, self.seen, self.counts, list(self.overheads),
-                          list(self.drafting), list(self.ar_overheads), self.latest, self.choice, self.ar_run)
+                          list(self.drafting), list(self.ar_overheads), self.latest, self.choice, self.ar_run,
+                          self.probe_after, self.measure, self.measuring)
 
 
 def accepted_within(accepted: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:

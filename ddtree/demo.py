@@ -10,6 +10,7 @@ marginal distribution of the token there (as a DFlash drafter predicts a block w
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -87,12 +88,13 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
     from ddtree.session import Session
 
     costs = None
-    if budget == "auto":  # the verify cost per candidate budget, timed before the run so that it is not in its time
+    if budget == "auto":  # the verify costs measured so far (a warm round), given so that they are not in the time
         warm = Session(pair, prompt, budget="auto")
         warm.step()
         costs = warm.budget_costs
-        print("verify ms per candidate budget:", ", ".join(f"{n or 'AR'}: {1e3 * t:.1f}" for n, t in
-                                                            zip(costs.budgets, costs.seconds)))
+        print("verify ms per candidate budget:", ", ".join(
+            f"{n or 'AR'}: {'measured when read' if math.isnan(t) else f'{1e3 * t:.1f}'}"
+            for n, t in zip(costs.budgets, costs.seconds)))
     t0 = time.perf_counter()
     session = Session(pair, prompt, method=method, budget=budget, verify="sampled" if temperature else "greedy",
                       temperature=temperature or 1.0, seed=seed, budget_costs=costs)

@@ -79,7 +79,8 @@ class ReferenceBackend:
 
     @property
     def budget_costs(self) -> BudgetCosts | None:
-        """budget="auto": the cost table the rounds choose with (None before the first such round)."""
+        """budget="auto": the cost table the rounds choose with (None before the first such round; NaN entries: not
+        measured yet, no choice has read them)."""
         return None if self.auto is None else self.auto.costs
 
     def measure_costs(self, budgets, repeats: int = 2) -> tuple[float, ...]:
@@ -130,11 +131,13 @@ class ReferenceBackend:
         budgets, chosen, rule = settings.budgets(batch), None, settings
         running = [b for b in range(batch) if active[b]]
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
-            if self.auto is None:
-                self.auto = AutoBudget(self.given_costs
-                                       or BudgetCosts(AUTO_CANDIDATES, self.measure_costs(AUTO_CANDIDATES)))
+            if self.auto is None:  # a lazy table: each entry measured when a choice first reads it
+                costs = self.given_costs or BudgetCosts(AUTO_CANDIDATES, (math.nan,) * len(AUTO_CANDIDATES))
+                self.auto = AutoBudget(costs, measure=self.measure_costs)
             auto = self.auto.copy()  # kept only if the round succeeds
+            measuring = auto.measuring
             chosen, pending = auto.choose_next(self.unobserved, len(running))
+            measuring = auto.measuring - measuring  # seconds of this round that are not the round's
             build = lookahead(auto.costs.budgets, chosen)
             budgets = [build] * batch
             rule = autoregressive(settings) if chosen == AR else settings
@@ -176,7 +179,7 @@ class ReferenceBackend:
         if settings.auto:  # what each candidate's tree accepted: the accepted nodes in its rows (ddtree.budget)
             within = sum(accepted_within(torch.tensor([verified[b].result.accepted]), candidates)[0]
                          for b in running).tolist()
-            overhead = time.perf_counter() - t0 - times["verify"] if self.warm else None
+            overhead = time.perf_counter() - t0 - measuring - times["verify"] if self.warm else None
             drafting = times["draft"] + times["tree"]
             self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen, drafting)]
         self.warm = True
@@ -218,5 +221,7 @@ class ReferenceBackend:
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
         twin.given_costs, twin.warm, twin.unobserved = self.given_costs, self.warm, list(self.unobserved)
         twin.auto = None if self.auto is None else self.auto.copy()
+        if twin.auto is not None:
+            twin.auto.measure = twin.measure_costs  # the twin's caches, not this backend's
         twin.finished = None
         return twin

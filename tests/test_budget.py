@@ -281,11 +281,52 @@ def test_measured_cost_tables(pair):
     assert dec.seq_lens.tolist() == [5, 9]
     for b, n in enumerate((5, 9)):
         assert torch.equal(dec.kv[b, :, :, :n], before[b, :, :, :n])  # committed prefixes untouched
-    s = Session(pair, PROMPTS, budget="auto", backend="reference")
+    s = Session(pair, PROMPTS, budget="auto", backend="native")
     assert s.budget_costs is None
-    s.step()
+    s.step()  # the engine measures every candidate at once (between queued rounds a measurement would race them)
     assert s.budget_costs.budgets == AUTO_CANDIDATES and all(x > 0 for x in s.budget_costs.seconds)
     assert s.records[0].budget in AUTO_BUDGETS
+    partial = BudgetCosts(SMALL, (1.0, math.nan, 1.0))
+    s = Session(pair, PROMPTS, budget="auto", backend="native", budget_costs=partial)
+    s.step()
+    assert s.budget_costs.seconds[::2] == (1.0, 1.0) and s.budget_costs.seconds[1] > 0
+
+
+def test_the_reference_measures_the_cost_table_lazily(pair):
+    """The reference backend times a candidate's verify when a choice first reads it: AR's at the first round,
+    then each candidate once a round has told its expectation; one the rounds never reach is never timed, and the
+    time spent measuring is not counted as a round's overhead."""
+    s = Session(pair, PROMPTS, budget="auto", backend="reference")
+    s.step()
+    assert s.budget_costs.seconds[0] > 0 and s.budget_costs.unmeasured == AUTO_BUDGETS
+    steep = [1e-4, 1.0] + [1e3] * (len(AUTO_BUDGETS) - 1)  # the smallest tree alone could ever pay
+    s.backend.auto.measure = lambda budgets: tuple(steep[AUTO_CANDIDATES.index(n)] for n in budgets)
+    for _ in range(8):
+        s.step()
+    first, built = AUTO_BUDGETS[0], lookahead(AUTO_CANDIDATES, AUTO_BUDGETS[0])
+    assert {r.budget for r in s.records} <= {0, first}  # the choice reads 8 and 16 (its build), climbs no further
+    assert s.budget_costs.unmeasured == tuple(n for n in AUTO_BUDGETS if n > built)
+    assert s.budget_costs.seconds[1:3] == (1.0, 1e3)
+    assert all(t < 1.0 for _, t in s.backend.auto.overheads)  # the fake measurement's 1 s is no round's overhead
+
+
+def test_a_lazy_table_measures_what_a_choice_reads():
+    calls = []
+
+    def measure(budgets):
+        calls.append(budgets)
+        return tuple(1e-3 * (n + 1) for n in budgets)
+
+    auto = AutoBudget(BudgetCosts((0, 2, 4, 8), (math.nan,) * 4), measure=measure)
+    assert auto.choose(1) == 2 and calls == [(0,)]  # the start: AR's (the overhead's fallback) alone
+    auto.observe([0.0, 1.0, 1.5, math.nan], [0, 1, 1, 0], overhead=None, budget=2)  # built at 4
+    auto.choose(1)
+    assert calls == [(0,), (2, 4)] and auto.costs.unmeasured == (8,)
+    auto.copy().choose(1)
+    assert len(calls) == 2  # measured once, copies included
+    with pytest.raises(ValueError, match=r"no verify time for budgets \[0\]"):
+        AutoBudget(BudgetCosts((0, 2), (math.nan, 1.0))).choose(1)
+    assert BudgetCosts((0, 2), (math.nan, 1.0)).to_dict()["seconds"] == [None, 1.0]
 
 
 def test_auto_fork_and_bad_input(pair, monkeypatch):
@@ -310,9 +351,9 @@ def test_auto_fork_and_bad_input(pair, monkeypatch):
         Session(pair, "x", budget="auto", budget_costs=BudgetCosts((8, 512), (1.0, 2.0)))
     with pytest.raises(ValueError, match="distinct increasing"):
         BudgetCosts((16, 8), (1.0, 1.0))
-    with pytest.raises(ValueError, match="one positive time per budget"):
+    with pytest.raises(ValueError, match="one positive time"):
         BudgetCosts((8, 16), (1.0,))
-    with pytest.raises(ValueError, match="one positive time per budget"):
+    with pytest.raises(ValueError, match="one positive time"):
         BudgetCosts((8, 16), (1.0, 0.0))
     with pytest.raises(ValueError, match="overhead"):
         BudgetCosts((8,), (1.0,), overhead=-1.0)
@@ -376,6 +417,19 @@ def test_not_speculating_is_a_candidate_known_without_drafting():
     picks = [(auto.choose(1), auto.choice.reason) for _ in range(auto_budget.PROBE_EVERY)]
     assert picks == [(0, "kept")] * (auto_budget.PROBE_EVERY - 1) + [(8, "probe")]  # AR rounds 2..8, then a probe
     assert auto.choose(1) == 0  # the probe told nothing new: back to AR
+    gaps = []  # AR rounds between probes: doubling after each probe AR follows, up to PROBE_MAX
+    for _ in range(5):
+        gap = 1  # the AR round just chosen
+        while auto.choose(1) == 0:
+            gap += 1
+        gaps.append(gap)
+        auto.observe([0.0, 1.0], [0, 1], overhead=3e-3, budget=8, drafting=2e-3)  # the probe: still not paying
+        assert auto.choose(1) == 0
+    every, most = auto_budget.PROBE_EVERY, auto_budget.PROBE_MAX
+    assert gaps == [2 * every, 4 * every, most, most, most] and 4 * every < most
+    for _ in range(8):  # speculation pays again (sustained: the decayed mean of accepted tokens)
+        auto.observe([0.0, 9.0], [0, 9], overhead=3e-3, budget=8, drafting=2e-3)
+    assert auto.choose(1) == 8 and auto.probe_after == auto_budget.PROBE_EVERY  # the gap starts over
     with pytest.raises(ValueError, match="at least one of them > 0"):
         BudgetCosts((0,), (1e-3,))
 
