@@ -317,13 +317,20 @@ class AutoBudget:
             pending = pending[1:]
         return self.choose(requests), list(pending)
 
-    def observe(self, predicted, accepted, overhead: float | None, budget: int, drafting: float | None = None) -> None:
+    def observe(self, predicted, accepted, overhead: float | None, budget: int, drafting: float | None = None,
+                verify: float | None = None) -> None:
         """After a round at `budget`: per candidate, its tree's expected (`predicted  # [K]`) and accepted
         (`accepted  # [K]`, the accepted draft tokens in its first n rows) draft tokens over all requests, read for
         the candidates up to `budget` (module docstring); the round's seconds outside the verify forward (None
-        when the round was not a steady one, e.g. a warm-up or graph-capture round) and of them in the draft and
-        tree stages (`drafting`). A speculative round's expectations (NaN above the budget its trees were built at)
-        choose the next budget; an AR round teaches only its overhead."""
+        when the round was not a steady one, e.g. a warm-up or graph-capture round), of them in the draft and
+        tree stages (`drafting`), and in its verify forward (`verify`: a table this session measures keeps the
+        fastest seen per budget, so one slow measurement does not stand). A speculative round's expectations (NaN
+        above the budget its trees were built at) choose the next budget; an AR round teaches only its overhead."""
+        if verify is not None and self.measure is not None:
+            k = self.costs.budgets.index(budget)
+            if not self.costs.seconds[k] <= verify:  # NaN (not measured) included
+                self.costs = self.costs.filled((budget,), (verify,))
+                self.fitted = self._fit()
         if budget != AR:
             self.latest = tuple(float(e) for e in predicted)
             for k, n in enumerate(self.costs.budgets):

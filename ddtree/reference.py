@@ -83,9 +83,10 @@ class ReferenceBackend:
         measured yet, no choice has read them)."""
         return None if self.auto is None else self.auto.costs
 
-    def measure_costs(self, budgets, repeats: int = 2) -> tuple[float, ...]:
+    def measure_costs(self, budgets, repeats: int = 1) -> tuple[float, ...]:
         """Seconds of one round's verify forwards at each budget: the first request's target forward over budget + 1
-        rows (a chain, cropped from its cache afterwards; the fastest of `repeats`), times the batch."""
+        rows (a chain, cropped from its cache afterwards; the fastest of `repeats`), times the batch. One forward by
+        default: the rounds' own verify times refine the table (AutoBudget.observe)."""
         cache = self.target_caches[0]
         ctx, device, out = cache.length, self.pair.device, []
         for budget in budgets:
@@ -133,7 +134,7 @@ class ReferenceBackend:
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:  # a lazy table: each entry measured when a choice first reads it
                 costs = self.given_costs or BudgetCosts(AUTO_CANDIDATES, (math.nan,) * len(AUTO_CANDIDATES))
-                self.auto = AutoBudget(costs, measure=self.measure_costs)
+                self.auto = AutoBudget(costs, measure=self.measure_costs if costs.unmeasured else None)
             auto = self.auto.copy()  # kept only if the round succeeds
             measuring = auto.measuring
             chosen, pending = auto.choose_next(self.unobserved, len(running))
@@ -181,7 +182,8 @@ class ReferenceBackend:
                          for b in running).tolist()
             overhead = time.perf_counter() - t0 - measuring - times["verify"] if self.warm else None
             drafting = times["draft"] + times["tree"]
-            self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen, drafting)]
+            verify = times["verify"] if self.warm and len(running) == batch else None  # the table's: whole batch
+            self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen, drafting, verify)]
         self.warm = True
         return Ran(settings, verified, times, q, None if chosen is None else auto.choice, before)
 
@@ -221,7 +223,7 @@ class ReferenceBackend:
         twin.draft_caches = [c.clone() if c is not None else None for c in self.draft_caches]
         twin.given_costs, twin.warm, twin.unobserved = self.given_costs, self.warm, list(self.unobserved)
         twin.auto = None if self.auto is None else self.auto.copy()
-        if twin.auto is not None:
+        if twin.auto is not None and twin.auto.measure is not None:
             twin.auto.measure = twin.measure_costs  # the twin's caches, not this backend's
         twin.finished = None
         return twin

@@ -1,6 +1,7 @@
 """budget="auto" (ddtree.budget): the expected acceptance of DDTree's best n-node tree, the per-round choice against a
 cost table, both backends choosing alike, the measured cost table, and bad input."""
 import math
+import time
 
 import pytest
 import torch
@@ -299,15 +300,21 @@ def test_the_reference_measures_the_cost_table_lazily(pair):
     s = Session(pair, PROMPTS, budget="auto", backend="reference")
     s.step()
     assert s.budget_costs.seconds[0] > 0 and s.budget_costs.unmeasured == AUTO_BUDGETS
-    steep = [1e-4, 1.0] + [1e3] * (len(AUTO_BUDGETS) - 1)  # the smallest tree alone could ever pay
+    steep = [1e-6, 1e-5] + [1e3] * (len(AUTO_BUDGETS) - 1)  # the smallest tree alone could ever pay
     s.backend.auto.measure = lambda budgets: tuple(steep[AUTO_CANDIDATES.index(n)] for n in budgets)
     for _ in range(8):
         s.step()
     first, built = AUTO_BUDGETS[0], lookahead(AUTO_CANDIDATES, AUTO_BUDGETS[0])
     assert {r.budget for r in s.records} <= {0, first}  # the choice reads 8 and 16 (its build), climbs no further
     assert s.budget_costs.unmeasured == tuple(n for n in AUTO_BUDGETS if n > built)
-    assert s.budget_costs.seconds[1:3] == (1.0, 1e3)
-    assert all(t < 1.0 for _, t in s.backend.auto.overheads)  # the fake measurement's 1 s is no round's overhead
+    assert s.budget_costs.seconds[1:3] == (1e-5, 1e3)  # no round verifies faster than the fake 10 us
+    s = Session(pair, PROMPTS, budget="auto", backend="reference")
+    s.step()
+    s.backend.auto.measure = lambda budgets: (time.sleep(1.0), (1e-3,) * len(budgets))[1]
+    for _ in range(4):
+        s.step()
+    assert s.backend.auto.measuring >= 1.0  # it measured...
+    assert all(t < 1.0 for _, t in s.backend.auto.overheads)  # ...and that second is no round's overhead
 
 
 def test_a_lazy_table_measures_what_a_choice_reads():
@@ -324,6 +331,13 @@ def test_a_lazy_table_measures_what_a_choice_reads():
     assert calls == [(0,), (2, 4)] and auto.costs.unmeasured == (8,)
     auto.copy().choose(1)
     assert len(calls) == 2  # measured once, copies included
+    auto.observe([0.0, 1.0, 1.5, math.nan], [0, 1, 1, 0], overhead=None, budget=2, verify=1e-4)
+    assert auto.costs.seconds[1] == 1e-4  # a round's faster verify replaces a measured entry
+    auto.observe([0.0, 1.0, 1.5, math.nan], [0, 1, 1, 0], overhead=None, budget=2, verify=1.0)
+    assert auto.costs.seconds[1] == 1e-4  # a slower one does not
+    given = AutoBudget(BudgetCosts((0, 2), (1.0, 2.0)))
+    given.observe([0.0, 1.0], [0, 1], overhead=None, budget=2, verify=1e-4)
+    assert given.costs.seconds == (1.0, 2.0)  # a given table stays as given
     with pytest.raises(ValueError, match=r"no verify time for budgets \[0\]"):
         AutoBudget(BudgetCosts((0, 2), (math.nan, 1.0))).choose(1)
     assert BudgetCosts((0, 2), (math.nan, 1.0)).to_dict()["seconds"] == [None, 1.0]
