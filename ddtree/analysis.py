@@ -39,6 +39,7 @@ import torch
 from ddtree._checks import check_int, check_logits
 from ddtree.budget import accepted_within
 from ddtree.record import ZERO_LOGPROB, RequestRound, RoundRecord, load_trace
+from ddtree.settings import Method
 from ddtree.tree import DraftTree
 
 MAX_BUDGET = 1024
@@ -250,7 +251,7 @@ def _round(rec: RoundRecord, req: RequestRound, b: int, stream: list[int], max_b
     depth = ranks.depth
     continuation = stream[:depth]
     tree, exact_budget = replay_heap(ranks, max_budget)
-    if use_tree and rec.method == "ddtree":
+    if use_tree and rec.method == Method.DDTREE:
         n = req.tree.n_nodes
         shown = min(n, tree.n_nodes)
         if not (torch.equal(tree.tokens[1:shown], req.tree.tokens[1:shown]) and
@@ -309,7 +310,7 @@ def budget_curve(cfs: list[RoundCounterfactual], budgets=None) -> BudgetCurve:
         budgets=budgets, mean=acc[:, at].mean(0).tolist(), lower=lower.mean(0).tolist(),
         exact_rounds=exact[:, at].sum(0).tolist(), rounds=len(cfs),
         chain=sum(cf.chain_acceptance for cf in cfs) / len(cfs), real=sum(cf.real_acceptance for cf in cfs) / len(cfs),
-        real_budgets=sorted({cf.budget for cf in cfs if cf.method == "ddtree"}),
+        real_budgets=sorted({cf.budget for cf in cfs if cf.method == Method.DDTREE}),
         truncated=sum(cf.truncated for cf in cfs))
 
 
@@ -496,11 +497,11 @@ def format_table(cfs: list[RoundCounterfactual], budgets=None) -> str:
     max_budget = min(cf.acceptance.numel() for cf in cfs)
     if budgets is None:
         budgets = sorted({2 ** k for k in range(11) if 2 ** k <= max_budget} | {cf.budget for cf in cfs
-                                                                              if cf.method == "ddtree"})
+                                                                              if cf.method == Method.DDTREE})
     curve = budget_curve(cfs, budgets)
     methods = {}
     for cf in cfs:
-        key = f"{cf.method} at budget {cf.budget}" if cf.method == "ddtree" else cf.method
+        key = f"{cf.method} at budget {cf.budget}" if cf.method == Method.DDTREE else cf.method
         methods[key] = methods.get(key, 0) + 1
     kept = [k for cf in cfs for k in cf.kept]
     lines = [f"{len(cfs)} rounds ({', '.join(f'{k}: {v}' for k, v in methods.items())}), draft depth "

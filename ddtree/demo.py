@@ -20,6 +20,7 @@ import torch
 import ddtree
 from ddtree._checks import MAX_BUDGET
 from ddtree.files import check_regular_or_absent
+from ddtree.settings import Method
 from ddtree.text import format_rounds, format_tree
 
 PROMPT = "Write a Python function that checks whether a string is a palindrome."
@@ -101,7 +102,7 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
     gen = session.run(max_new_tokens)[0]
     wall = time.perf_counter() - t0
     walk = f"sampled walk, T={temperature:g}, seed {seed}" if temperature else "greedy walk"
-    setting = f"budget {budget}" if method == "ddtree" else "one token a forward" if method == "ar" else \
+    setting = f"budget {budget}" if method == Method.DDTREE else "one token a forward" if method == Method.AR else \
         f"a chain of {pair.block_size - 1} draft tokens"
     print(f"{method} ({walk}, {setting}) on: {prompt!r}\n")
     print(format_rounds(gen.records))
@@ -196,7 +197,7 @@ def check_options(args) -> None:
         raise ValueError("--prompt must be a non-empty text")
     if args.budget != "auto" and not 1 <= args.budget <= MAX_BUDGET:
         raise ValueError(f"--budget must be in [1, {MAX_BUDGET}] or auto, got {args.budget}")
-    if args.budget == "auto" and args.method != "ddtree":
+    if args.budget == "auto" and args.method != Method.DDTREE:
         raise ValueError(f"--budget auto chooses DDTree tree sizes: it needs --method ddtree, got {args.method}")
     if not 0 <= args.temperature < float("inf"):
         raise ValueError(f"--temperature must be a finite number >= 0, got {args.temperature}")

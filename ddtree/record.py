@@ -17,7 +17,7 @@ from ddtree._checks import MAX_BUDGET, TOKEN_LIMIT, check_cells, check_int
 from ddtree.batch import request_mask
 from ddtree.budget import AR, REASONS, Choice
 from ddtree.files import atomic_write, read_bytes_bounded
-from ddtree.settings import METHODS, VERIFY_RULES
+from ddtree.settings import METHODS, VERIFY_RULES, Method
 from ddtree.tree import DraftTree, finite
 
 TRACE_FORMAT = "ddtree-trace"
@@ -404,10 +404,10 @@ def _check_budgets(record: RoundRecord) -> None:
     largest = max(r.budget for _, r in present)
     if len(present) == len(record.requests) and record.budget != largest:
         raise ValueError(f"budget must be the largest of its requests' budgets ({largest}), got {record.budget}")
-    if record.method == "ddtree" and record.num_draft_tokens != record.budget + 1:
+    if record.method == Method.DDTREE and record.num_draft_tokens != record.budget + 1:
         raise ValueError(f"num_draft_tokens must be budget + 1 = {record.budget + 1} in a 'ddtree' round (the verify "
                          f"rows of its largest tree), got {record.num_draft_tokens}")
-    if record.method == "ddtree":
+    if record.method == Method.DDTREE:
         for b, r in present:
             if r.n_nodes - 1 < r.budget and r.draft_top_logprobs:
                 _check_exhausted(r, f"requests[{b}]")

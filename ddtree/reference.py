@@ -29,7 +29,7 @@ from ddtree.batch import expected_mask, pack_verify_batch
 from ddtree.budget import AR, AutoBudget, BudgetCosts, Choice, accepted_within, expected_accepts, lookahead
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
-from ddtree.settings import AUTO_CANDIDATES, STAGES, Settings, autoregressive, num_draft_tokens
+from ddtree.settings import AUTO_CANDIDATES, STAGES, Method, Settings, autoregressive, num_draft_tokens
 from ddtree.verify import VerifyResult
 
 
@@ -146,7 +146,7 @@ class ReferenceBackend:
         for b in running:
             root = tokens[b][-1]
             with timed(times, "draft", pair.device):
-                dlogits = None if rule.method == "ar" else draft_logits(pair, root, self.draft_caches[b])
+                dlogits = None if rule.method == Method.AR else draft_logits(pair, root, self.draft_caches[b])
             with timed(times, "tree", pair.device):
                 drafted[b] = (dlogits, draft_tree(rule, dlogits, root, budgets[b]))  # [depth, V] -> tree
         q = num_draft_tokens(settings, pair)

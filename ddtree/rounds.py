@@ -14,7 +14,7 @@ import torch
 
 from ddtree.budget import BudgetCosts, Choice
 from ddtree.record import KernelRead, RequestRound
-from ddtree.settings import Settings
+from ddtree.settings import Method, Settings
 from ddtree.tree import DraftTree, build_tree, chain_tree, ranked_top_k, root_tree
 from ddtree.verify import VerifyResult, sampling_probs, verify_greedy, verify_sampled
 
@@ -57,9 +57,9 @@ class RoundOutcome:
 
 def draft_tree(settings: Settings, dlogits, bonus: int, budget: int) -> DraftTree:
     """The round's tree, rooted at the bonus token: DDTree's best-first tree, the DFlash chain, or the root alone."""
-    if settings.method == "ddtree":
+    if settings.method == Method.DDTREE:
         return build_tree(dlogits, budget).with_root_token(bonus)
-    if settings.method == "dflash":
+    if settings.method == Method.DFLASH:
         return chain_tree(dlogits).with_root_token(bonus)
     return root_tree(bonus)
 

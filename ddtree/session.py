@@ -31,14 +31,9 @@ from ddtree.generation import Generation, eos_index, make_generation
 from ddtree.record import RoundRecord
 from ddtree.reference import ReferenceBackend
 from ddtree.rounds import TOP_K, Backend, first_tokens, timed
-from ddtree.settings import (BACKENDS, ContextFull, as_prompt_list, check_room, encode_prompts, fork_generator,
-                             fork_settings, make_settings, new_generator, num_draft_tokens)
+from ddtree.settings import (BACKENDS, ContextFull, Method, NativeOptions, as_prompt_list, check_room, encode_prompts,
+                             fork_generator, fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
-
-NATIVE_DEFAULTS = {"attention": "auto", "cuda_graphs": None, "mask_layout": "padded", "fused": None, "exact": False,
-                   "overlap": None}
-OFF = {"cuda_graphs": False, "overlap": False}  # a fast path turned off: what the reference backend does anyway
-
 
 class Started(NamedTuple):
     """A round a backend started: its handle, the random state before its coins were drawn, the requests in it."""
@@ -78,16 +73,11 @@ class Session:
                  budget_costs: BudgetCosts | None = None, special_tokens: str = "text", **native_options):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        unknown = set(native_options) - set(NATIVE_DEFAULTS)
-        if unknown:
-            raise ValueError(f"unknown Session options {sorted(unknown)}")
+        options = NativeOptions.from_flags(native_options)
         if backend == "auto":
             backend = "native" if pair.device.type == "cuda" else "reference"
-        for name in ("cuda_graphs", "exact", "fused", "overlap"):
-            if name in native_options:
-                check_bool(name, native_options[name], allow_none=name != "exact")
         chat, record = check_bool("chat", chat), check_bool("record", record)
-        if backend == "reference" and any(v not in (NATIVE_DEFAULTS[k], OFF.get(k)) for k, v in native_options.items()):
+        if backend == "reference" and options.native_only():
             raise ValueError(f"{sorted(native_options)} apply to backend='native' only")
         prompts = as_prompt_list(prompt_or_prompts)
         self.pair = pair
@@ -113,9 +103,8 @@ class Session:
         max_len = limit
         self.backend: Backend
         if backend == "native":
-            options = NATIVE_DEFAULTS | native_options
-            overlap = options.pop("overlap")
-            self.backend = NativeBackend(pair, len(ids), max_len, budget_costs=budget_costs, **options)
+            overlap = options.overlap
+            self.backend = NativeBackend(pair, len(ids), max_len, options, budget_costs=budget_costs)
             hosted = self.backend.decoder.attention == "custom_mask"
             if overlap and (self.record or hosted):
                 raise ValueError("overlap=True needs record=False (records read each round's device tensors) and an "
@@ -151,7 +140,7 @@ class Session:
         """What of the fast path this session runs, and why any part of it is off (shown by repr)."""
         b, cuda = self.backend, self.pair.device.type == "cuda"
         if b.name == "reference":
-            cpu = "" if cuda or self.settings.method != "ddtree" or self.settings.auto else (
+            cpu = "" if cuda or self.settings.method != Method.DDTREE or self.settings.auto else (
                 "; on a CPU a verify of many rows costs more than an autoregressive step: budget='auto' stops "
                 "speculating where that does not pay")
             return ("reference backend: one Hugging Face forward per request" +

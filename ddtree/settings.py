@@ -7,13 +7,27 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from enum import StrEnum
 
 import torch
 
-from ddtree._checks import MAX_BUDGET, SEED_MAX, check_int, check_temperature, check_top_p
+from ddtree._checks import MAX_BUDGET, SEED_MAX, check_bool, check_int, check_temperature, check_top_p
 
-METHODS = ("ddtree", "dflash", "ar")
-VERIFY_RULES = ("greedy", "sampled")
+class Method(StrEnum):
+    """What a round drafts: a DDTree tree, a DFlash chain, or nothing (autoregressive: the root alone)."""
+    DDTREE = "ddtree"
+    DFLASH = "dflash"
+    AR = "ar"
+
+
+class Verify(StrEnum):
+    """How a round walks the verified draft: the target's argmax, or exact sampling."""
+    GREEDY = "greedy"
+    SAMPLED = "sampled"
+
+
+METHODS = tuple(m.value for m in Method)
+VERIFY_RULES = tuple(v.value for v in Verify)
 BACKENDS = ("auto", "reference", "native")
 STAGES = ("draft", "tree", "pack", "verify", "walk", "commit")
 AUTO = "auto"  # budget="auto": each round's budget chosen among AUTO_BUDGETS (ddtree.budget)
@@ -36,9 +50,9 @@ class Settings:
     several sizes in one padded batch; every tree is padded to max(budget) + 1 rows), or "auto" (DDTree: each
     round's budget chosen among AUTO_BUDGETS from the drafter's confidence and the measured verify cost per budget,
     ddtree.budget)."""
-    method: str = "ddtree"
+    method: Method = Method.DDTREE
     budget: int | tuple[int, ...] | str = 32
-    verify: str = "greedy"
+    verify: Verify = Verify.GREEDY
     temperature: float = 1.0
     top_p: float = 1.0
 
@@ -47,17 +61,19 @@ class Settings:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.verify not in VERIFY_RULES:
             raise ValueError(f"verify must be one of {VERIFY_RULES}, got {self.verify!r}")
+        object.__setattr__(self, "method", Method(self.method))
+        object.__setattr__(self, "verify", Verify(self.verify))
         if isinstance(self.budget, str):
             if self.budget != AUTO:
                 raise ValueError(f"budget must be an int, a list of ints (one per request) or 'auto', got "
                                  f"{self.budget!r}")
-            if self.method != "ddtree":
+            if self.method != Method.DDTREE:
                 raise ValueError(f"budget='auto' chooses DDTree tree sizes: it needs method='ddtree', got "
                                  f"method={self.method!r} (give an int budget)")
         elif isinstance(self.budget, (list, tuple)):
             if not self.budget:
                 raise ValueError("budget must be an int or a non-empty list of ints (one per request)")
-            budgets = tuple(check_int("budget entry", b, minimum=1 if self.method == "ddtree" else 0)
+            budgets = tuple(check_int("budget entry", b, minimum=1 if self.method == Method.DDTREE else 0)
                             for b in self.budget)
             object.__setattr__(self, "budget", budgets)
         else:
@@ -69,7 +85,7 @@ class Settings:
 
     @property
     def sampled(self) -> bool:
-        return self.verify == "sampled" and self.temperature > 0
+        return self.verify == Verify.SAMPLED and self.temperature > 0
 
     @property
     def auto(self) -> bool:
@@ -87,10 +103,40 @@ class Settings:
         return list(self.budget) if isinstance(self.budget, tuple) else [self.max_budget] * batch
 
 
+@dataclass(frozen=True)
+class NativeOptions:
+    """The native engine's options, Session's keyword flags of the same names (see Session); None: the fast path
+    wherever it can run."""
+    attention: str = "auto"
+    cuda_graphs: bool | None = None
+    mask_layout: str = "padded"
+    fused: bool | None = None
+    exact: bool = False
+    overlap: bool | None = None  # read by the Session (it queues the rounds), not by the backend
+
+    @classmethod
+    def from_flags(cls, flags: dict) -> NativeOptions:
+        """Session's native keyword flags -> options (an unknown name, or a non-bool switch: ValueError)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        if unknown := set(flags) - names:
+            raise ValueError(f"unknown Session options {sorted(unknown)}")
+        for name in ("cuda_graphs", "fused", "overlap", "exact"):
+            if name in flags:
+                check_bool(name, flags[name], allow_none=name != "exact")
+        return cls(**flags)
+
+    def native_only(self) -> list[str]:
+        """The options set to something only the native engine does: neither the default nor a fast path turned
+        off (what the reference backend does anyway)."""
+        default = NativeOptions()
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != getattr(default, f.name)
+                and not (f.name in ("cuda_graphs", "overlap") and getattr(self, f.name) is False)]
+
+
 def make_settings(pair, batch: int, **options) -> Settings:
     """Settings checked against the pair (a drafter for drafting methods) and the batch (one budget per request)."""
     settings = Settings(**options)
-    if settings.method != "ar" and pair.drafter is None:
+    if settings.method != Method.AR and pair.drafter is None:
         raise ValueError(f"method {settings.method!r} needs a drafter; this pair has none (use method='ar')")
     if isinstance(settings.budget, tuple) and len(settings.budget) != batch:
         raise ValueError(f"budget must have one entry per request ({batch}), got {len(settings.budget)}")
@@ -114,14 +160,14 @@ def autoregressive(settings: Settings) -> Settings:
 
 def num_draft_tokens(settings: Settings, pair) -> int:
     """Verify rows per request: max budget + 1 for DDTree, the block for the DFlash chain, 1 for autoregressive."""
-    if settings.method == "ddtree":
+    if settings.method == Method.DDTREE:
         return settings.max_budget + 1
-    return pair.block_size if settings.method == "dflash" else 1
+    return pair.block_size if settings.method == Method.DFLASH else 1
 
 
 def check_room(pair, settings: Settings, ctx: int, limit: int) -> None:
     """ContextFull when a round at context `ctx` would write past `limit` cache entries (drafter block included)."""
-    rows = max(num_draft_tokens(settings, pair), 1 if settings.method == "ar" else pair.block_size)
+    rows = max(num_draft_tokens(settings, pair), 1 if settings.method == Method.AR else pair.block_size)
     if ctx + rows > limit:
         raise ContextFull(f"context full: {ctx} committed tokens + {rows} draft rows exceed the context of {limit}")
 
@@ -146,7 +192,7 @@ def encode_prompts(pair, prompts, chat: bool, settings: Settings, limit: int,
         bad = [t for t in ids if not 0 <= t < pair.vocab_size]
         if bad:
             raise ValueError(f"prompts[{b}] token ids must be in [0, {pair.vocab_size}), got {bad[:5]}")
-        rows = max(num_draft_tokens(settings, pair), 1 if settings.method == "ar" else pair.block_size)
+        rows = max(num_draft_tokens(settings, pair), 1 if settings.method == Method.AR else pair.block_size)
         if len(ids) + rows > limit:
             raise ValueError(f"prompts[{b}] is too long: {len(ids)} tokens + {rows} draft rows exceed the context of "
                              f"{limit} tokens")

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from ddtree._checks import check_int, check_temperature
 from ddtree.budget import BudgetCosts
 from ddtree.models import ModelPair
-from ddtree.settings import AUTO, METHODS, budget_order
+from ddtree.settings import AUTO, METHODS, Method, budget_order
 from ddtree.session import Session
 
 KEYS = ("method", "budget", "temperature")
@@ -29,12 +29,12 @@ def sweep(pair: ModelPair, prompts, budgets, *, temperatures=(0.0,), method: str
     prompts = [prompts] if isinstance(prompts, str) else list(prompts)
     if not prompts:
         raise ValueError("prompts must be a prompt or a non-empty list of prompts")
-    budgets = [b if b == AUTO and method == "ddtree" else check_int(
+    budgets = [b if b == AUTO and method == Method.DDTREE else check_int(
         "budgets entry (an int, or 'auto' with method 'ddtree')", b, minimum=1) for b in budgets]
     temperatures = [check_temperature("temperatures entry", t, allow_zero=True) for t in temperatures]
     if not budgets or not temperatures:
         raise ValueError("budgets and temperatures must be non-empty")
-    if method not in METHODS or method == "ar":
+    if method not in METHODS or method == Method.AR:
         raise ValueError(f"method must be 'ddtree' or 'dflash', got {method!r}")
     if budget_costs is not None and not isinstance(budget_costs, BudgetCosts):
         raise ValueError(f"budget_costs must be a ddtree.BudgetCosts, got {type(budget_costs).__name__}")

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 from ddtree.analysis import (DRAFTED, BudgetCurve, Calibration, RankDepth, RoundCounterfactual, budget_curve,
                              calibration, counterfactuals, depth_reach, rank_depth)
 from ddtree.record import RoundRecord
+from ddtree.settings import Method
 from ddtree.widgets.nodes import ACCEPT_COLOR
 
 MEAN_COLOR = "#08519c"
@@ -44,8 +45,8 @@ def acceptance_figure(cfs: list[RoundCounterfactual], *, highlight: int | None =
                                  hoverinfo="text"))
         traces.append(go.Scatter(x=budgets[start:], y=curve.lower[start:], mode="lines", name="lower bound",
                                  line=dict(color=MEAN_COLOR, width=1.5, dash="dot"), hoverinfo="skip"))
-    real = [(b, sum(cf.real_acceptance for cf in cfs if cf.method == "ddtree" and cf.budget == b) /
-             sum(cf.method == "ddtree" and cf.budget == b for cf in cfs)) for b in curve.real_budgets]
+    real = [(b, sum(cf.real_acceptance for cf in cfs if cf.method == Method.DDTREE and cf.budget == b) /
+             sum(cf.method == Method.DDTREE and cf.budget == b for cf in cfs)) for b in curve.real_budgets]
     if real:
         traces.append(go.Scatter(x=[b for b, _ in real], y=[a for _, a in real], mode="markers", name="real",
                                  marker=dict(symbol="star", size=15, color=ACCEPT_COLOR, line=dict(width=1)),

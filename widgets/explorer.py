@@ -24,6 +24,7 @@ from pathlib import Path
 import ipywidgets as widgets
 
 from ddtree.record import METHODS, RoundRecord, load_trace
+from ddtree.settings import Verify
 from ddtree.widgets.figures import STAGES, divergence, stage_caption, stats_html
 from ddtree.widgets.views import EMPTY, DraftView, LogWeightView, MaskView, PathView, TreeView, toggle
 
@@ -351,7 +352,7 @@ class Explorer(widgets.VBox):
         s = self.session.settings
         if self.compare.value == "two budgets":
             return dict(budget=self.budget_b.value)
-        if s.verify == "sampled" and s.temperature > 0:
+        if s.verify == Verify.SAMPLED and s.temperature > 0:
             return dict(verify="greedy")
         return dict(verify="sampled", temperature=s.temperature if s.temperature > 0 else 1.0)
 
@@ -385,7 +386,7 @@ class Explorer(widgets.VBox):
 
     @staticmethod
     def _rule(rec: RoundRecord, b: int) -> str:
-        rule = rec.verify + (f" T={rec.temperature:g}" if rec.verify == "sampled" else "")
+        rule = rec.verify + (f" T={rec.temperature:g}" if rec.verify == Verify.SAMPLED else "")
         return f"{rule}, budget {rec.requests[b].budget}"
 
     def _label(self, rec: RoundRecord, side: str) -> str:

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from ddtree import budget as auto_budget
 from ddtree.record import RequestRound, RoundRecord
-from ddtree.settings import AUTO, budget_order
+from ddtree.settings import AUTO, Method, Verify, budget_order
 from ddtree.text import shorten, visible_whitespace
 from ddtree.widgets.nodes import (_VIRIDIS, ACCEPT_COLOR, HOVER_COLOR, VIRIDIS_SCALE, describe, escape,
                                   node_infos, token_text)
@@ -216,8 +216,8 @@ def stats_html(record: RoundRecord, *, request: int = 0, history: list[RoundReco
     """One round at a glance, on one line: settings, context, tree nodes, accepted, acceptance length, the mean
     over `history`, and ms per stage."""
     req = record.request(request)
-    rule = record.verify + (f" T={record.temperature:g}" if record.verify == "sampled" else "")
-    budget = [("budget", req.budget)] if record.method == "ddtree" else []  # the chain and AR have none
+    rule = record.verify + (f" T={record.temperature:g}" if record.verify == Verify.SAMPLED else "")
+    budget = [("budget", req.budget)] if record.method == Method.DDTREE else []  # the chain and AR have none
     cells = [("round", record.index), ("method", record.method), ("verify", rule), *budget,
              ("context", req.context_len), ("tree nodes", req.n_nodes), ("rows", record.num_draft_tokens),
              ("accepted", len(req.accepted_tokens)), ("acceptance length", req.acceptance_length)]
@@ -272,7 +272,7 @@ def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:
     root, nodes, rows = int(req.tree.tokens[0]), req.n_nodes - 1, len(req.input_ids)
     deepest = int(req.tree.depths.max()) if req.n_nodes > 1 else 0
     path = " → ".join(["root"] + [t(int(req.tree.tokens[i])) for i in req.accepted[1:]])
-    sampled = record.verify == "sampled" and record.temperature > 0
+    sampled = record.verify == Verify.SAMPLED and record.temperature > 0
     how = f"draws from the target's distribution (T={record.temperature:g})" if sampled else "takes the target's argmax"
     text = {
         "draft": f"one drafter forward over [bonus {t(root)}, MASK×{depth}] gives {depth} per-depth distributions "
@@ -280,9 +280,9 @@ def stage_caption(record: RoundRecord, stage: str, *, request: int = 0) -> str:
                  "autoregressive: no draft; the tree is the root alone.",
         "tree": f"the best-first heap popped {nodes} nodes in decreasing path score (#i = pop order, colour = "
                 f"log-weight = sum of draft log-probs on the path); {len(req.tree.children(0))} at depth 1, "
-                f"deepest {deepest}." if record.method == "ddtree" else
+                f"deepest {deepest}." if record.method == Method.DDTREE else
                 f"DFlash's chain: the drafter's best token at each of {nodes} depths, one path, no branches."
-                if record.method == "dflash" else "autoregressive: no tree; the root alone is verified.",
+                if record.method == Method.DFLASH else "autoregressive: no tree; the root alone is verified.",
         "verify": f"one target forward over {rows} rows ({req.n_nodes} nodes"
                   + (f", {rows - req.n_nodes} padding" if rows > req.n_nodes else "")
                   + f") at positions {req.context_len}..{req.context_len + deepest}; each row sees the "
@@ -356,13 +356,13 @@ def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height:
                       (method, temperature, auto)), key=lambda r: budget_order(r["budget"]))
         name = f"{method} {'auto ' if auto else ''}T={temperature:g}"
         color = f"hsl({(g * 67) % 360},60%,45%)"
-        level = method == "ar" or auto  # one value, drawn across the fixed budgets
-        line = dict(color=color, dash="dot" if method == "ar" else "dash" if auto else None)
+        level = method == Method.AR or auto  # one value, drawn across the fixed budgets
+        line = dict(color=color, dash="dot" if method == Method.AR else "dash" if auto else None)
         xs = span if level else [r["budget"] for r in pts]
         for col, key in ((1, "acceptance_length"), (2, "tokens_per_second")):
             ys = [pts[0][key]] * len(xs) if level else [r[key] for r in pts]
             bars = None
-            if method != "ar" and all(f"{key}_lo" in r for r in pts):
+            if method != Method.AR and all(f"{key}_lo" in r for r in pts):
                 bars = dict(type="data", symmetric=False, array=[r[f"{key}_hi"] - r[key] for r in pts],
                             arrayminus=[r[key] - r[f"{key}_lo"] for r in pts], color=color, thickness=1.2)
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines" if level else "lines+markers", name=name, line=line,
@@ -374,7 +374,7 @@ def sweep_figure(rows: list[dict], *, title: str = "", width: int = 900, height:
                                          hovertext=[f"auto: mean budget {pts[0]['mean_budget']:.1f}"],
                                          legendgroup=name, showlegend=False), row=1, col=col)
         pick = (best or {}).get(temperature)
-        top = [r for r in pts if r["budget"] == pick and method != "ar"]
+        top = [r for r in pts if r["budget"] == pick and method != Method.AR]
         if top:
             x = top[0]["mean_budget"] if auto else pick
             fig.add_trace(go.Scatter(x=[x], y=[top[0]["tokens_per_second"]], mode="markers+text",

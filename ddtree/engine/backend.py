@@ -28,7 +28,7 @@ from ddtree.engine.device_round import DeviceRound, Flight, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
 from ddtree.record import KernelRead
 from ddtree.rounds import RoundOutcome, request_round
-from ddtree.settings import AUTO_CANDIDATES, Settings, autoregressive, num_draft_tokens
+from ddtree.settings import AUTO_CANDIDATES, Method, NativeOptions, Settings, autoregressive, num_draft_tokens
 from ddtree.verify import VerifyResult
 
 MASK_LAYOUTS = ("padded", "unpadded")
@@ -65,9 +65,10 @@ class NativeBackend:
     name = "native"
     runs_finished = True  # a round computes the rows of requests the session has finished (static shapes)
 
-    def __init__(self, pair, batch: int, max_len: int, *, attention: str = "auto", cuda_graphs: bool | None = None,
-                 mask_layout: str = "padded", fused: bool | None = None, exact: bool = False,
+    def __init__(self, pair, batch: int, max_len: int, options: NativeOptions = NativeOptions(), *,
                  budget_costs: BudgetCosts | None = None):
+        attention, cuda_graphs, mask_layout, fused, exact = (options.attention, options.cuda_graphs,
+                                                             options.mask_layout, options.fused, options.exact)
         if mask_layout not in MASK_LAYOUTS:
             raise ValueError(f"mask_layout must be one of {MASK_LAYOUTS}, got {mask_layout!r}")
         self.pair, self.max_len, self.mask_layout = pair, max_len, mask_layout
@@ -281,7 +282,7 @@ class NativeBackend:
         """Request b's RequestRound, from host copies of the round's device tensors."""
         accepted = state.walked.accepted[b, :len(committed)].tolist()
         result = VerifyResult(accepted=accepted, accepted_tokens=committed[:-1], bonus_token=committed[-1])
-        dlogits = None if settings.method == "ar" else state.dlogits[b]
+        dlogits = None if settings.method == Method.AR else state.dlogits[b]
         return request_round(self.pair, settings, ctx, tree, dlogits, state.packed.ids[b].cpu(),
                              state.packed.positions[b].cpu(), state.verified.logits[b, :tree.n_nodes].cpu(), result,
                              top_k)

@@ -40,7 +40,7 @@ from ddtree.kernels.tree_build import select_trees
 from ddtree.kernels.tree_pack import tree_structure
 from ddtree.kernels.tree_verify import (retrieve_from_parents, row_argmax, row_argmax_ref, verify_greedy_tree,
                                         verify_greedy_tree_ref, verify_sampled_tree, verify_sampled_tree_ref)
-from ddtree.settings import STAGES, Settings
+from ddtree.settings import STAGES, Method, Settings
 from ddtree.tree import TreeBatch
 from ddtree.verify import tempered_probs
 
@@ -137,7 +137,7 @@ class DeviceRound:
         self.host_wires: list | None = None  # two pinned host buffers for it, used by turns
         self.structure = None  # (visible, next_token, next_sibling) of a tree shape that never changes (ar, dflash)
         self.events = None  # two sets of CUDA events between the stages, made once, recorded by turns
-        if settings.method == "ar":  # the root alone, every round: no draft, no tree stage
+        if settings.method == Method.AR:  # the root alone, every round: no draft, no tree stage
             tokens = torch.full((batch, 1), -1, dtype=torch.long, device=device)
             self.trees = TreeBatch(tokens, tokens.clone(), torch.zeros_like(tokens), tokens.clone(),
                                    torch.zeros(batch, 1, dtype=torch.float64, device=device),
@@ -150,7 +150,7 @@ class DeviceRound:
     def tree(self):
         s, batch, device = self.settings, self.bonus.shape[0], self.bonus.device
         logq = torch.log_softmax(self.dlogits, dim=-1)  # [B, depth, V] as ddtree.tree._draft_logprobs
-        if s.method == "ddtree":
+        if s.method == Method.DDTREE:
             trees = select_trees(logq, self.build)
             if self.auto:  # budget="auto": the built trees' weights go to the host, their first rows to the verify
                 self.built, trees = trees.node_logws, trees.first(self.rows)
@@ -174,7 +174,7 @@ class DeviceRound:
             visible, next_token, next_sibling = self.structure
         elif self.decoder.attention == "triton":  # bitmask and retrieve encoding in one launch
             visible, next_token, next_sibling = tree_structure(trees.parents)
-            if self.settings.method != "ddtree":  # a chain or the root alone: the same every round
+            if self.settings.method != Method.DDTREE:  # a chain or the root alone: the same every round
                 self.structure = visible, next_token, next_sibling
         elif self.decoder.attention == "custom_mask":  # the serving engine's flat mask, packed on the host
             next_token, next_sibling = retrieve_from_parents(trees.parents)
@@ -185,7 +185,7 @@ class DeviceRound:
                 visible = self.decoder.exact_flat_mask(visible, seq_lens, self.rows)
         else:  # a chain (autoregressive, DFlash) needs no table in bit-exact mode
             next_token, next_sibling = retrieve_from_parents(trees.parents)
-            visible = self.decoder.visibility(trees.parents, seq_lens, chain=self.settings.method != "ddtree")
+            visible = self.decoder.visibility(trees.parents, seq_lens, chain=self.settings.method != Method.DDTREE)
         self.packed = Packed(ids, positions, visible, next_token, next_sibling, layout)
 
     def verify(self):
@@ -205,7 +205,7 @@ class DeviceRound:
             argmax, bad = (row_argmax if cuda else row_argmax_ref)(logits)  # [B, Q], any NaN or infinity
             result = (verify_greedy_tree if cuda else verify_greedy_tree_ref)(*tree, argmax)
         accepted, accept_len, new_bonus = (x.to(self.bonus.device) for x in result)
-        if self.settings.method != "ar":  # a -inf draft logit is a 0-probability token
+        if self.settings.method != Method.AR:  # a -inf draft logit is a 0-probability token
             bad = bad | ~(self.dlogits < math.inf).all()
         # non-finite logits, or a request the session has finished (decoder.active): the commit keeps nothing
         # (accept_len 0), so its state stays that before the round
@@ -218,7 +218,7 @@ class DeviceRound:
             features = self.verified.features
             keep = w.accepted[:, :min(self.rows, self.drafter.block_size)].clamp_min(0)  # [B, R]
             self.drafter.extend(features.gather(1, keep[..., None].expand(-1, -1, features.shape[-1])), seq_lens)
-        self.decoder.commit(w.accepted, w.accept_len, chain=self.settings.method != "ddtree")  # ar, dflash: chains
+        self.decoder.commit(w.accepted, w.accept_len, chain=self.settings.method != Method.DDTREE)  # ar, dflash: chains
         self.bonus.copy_(w.new_bonus)
         self.readback = Readback(w.accept_len, self.bonus, self.packed.ids.gather(1, w.accepted.clamp_min(0)),
                                  w.bad_logits, *((w.accepted, self.built) if self.auto else ()))
@@ -273,7 +273,7 @@ class DeviceRound:
     def _stage_functions(self) -> list:
         """The bound stage methods, None for a stage that does not run (autoregressive rounds draft nothing and
         keep the one tree made at construction)."""
-        return [None if name in ("draft", "tree") and self.settings.method == "ar" else getattr(self, name)
+        return [None if name in ("draft", "tree") and self.settings.method == Method.AR else getattr(self, name)
                 for name in STAGES]
 
     def capture(self) -> None:
