@@ -35,6 +35,7 @@ from ddtree.settings import (BACKENDS, ContextFull, Method, NativeOptions, as_pr
                              fork_generator, fork_settings, make_settings, new_generator, num_draft_tokens)
 from ddtree.verify import draw_coins
 
+
 class Started(NamedTuple):
     """A round a backend started: its handle, the random state before its coins were drawn, the requests in it."""
     flight: object  # the backend's handle (NativeBackend.start / ReferenceBackend.start)

@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
 
 import torch
 
 from ddtree._checks import MAX_BUDGET, SEED_MAX, check_bool, check_int, check_temperature, check_top_p
 
-class Method(StrEnum):
+
+class _Name(str, Enum):
+    """A member that is its string everywhere (==, hash, str, f-strings, JSON); enum.StrEnum needs Python 3.11."""
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Method(_Name):
     """What a round drafts: a DDTree tree, a DFlash chain, or nothing (autoregressive: the root alone)."""
     DDTREE = "ddtree"
     DFLASH = "dflash"
     AR = "ar"
 
 
-class Verify(StrEnum):
+class Verify(_Name):
     """How a round walks the verified draft: the target's argmax, or exact sampling."""
     GREEDY = "greedy"
     SAMPLED = "sampled"
