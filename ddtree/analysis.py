@@ -28,7 +28,6 @@ What is exact, and what is not:
 from __future__ import annotations
 
 import argparse
-import heapq
 import math
 import statistics
 import sys
@@ -40,7 +39,7 @@ from ddtree._checks import check_int, check_logits
 from ddtree.budget import accepted_within
 from ddtree.record import ZERO_LOGPROB, RequestRound, RoundRecord, load_trace
 from ddtree.settings import Method
-from ddtree.tree import DraftTree
+from ddtree.tree import DraftTree, best_first
 
 MAX_BUDGET = 1024
 DRAFTED = ("ddtree", "dflash")
@@ -124,42 +123,10 @@ def _tree_ranks(tree: DraftTree, depth: int) -> tuple[dict[int, list[int]], dict
 
 # ----------------------------------------------------------------------------------------------- the heap
 def replay_heap(ranks: DraftRanks, max_pops: int) -> tuple[DraftTree, int]:
-    """DDTree's best-first selection (ddtree.tree.build_tree, same scores and tie rule) replayed on the known ranks:
-    `(tree of the first up-to-max_pops pops, exact)`; node i is the i-th pop, the root token is -1. The first
-    `exact` pops are certainly DDTree's; after that a rank beyond those known could pop first."""
-    tokens, parents, depths, node_ranks, logws = [-1], [-1], [0], [-1], [0.0]
-    known: list[tuple] = []  # (-score, depth, parent node, rank, parent score): build_tree's heap items
-    unknown: list[tuple] = []  # (-upper bound of the score, depth, parent node, rank) of the first unknown rank
-
-    def push(d: int, parent: int, r: int, parent_score: float) -> None:
-        lq = ranks.logq[d - 1]
-        if r < len(lq):
-            if lq[r] > -math.inf:  # build_tree never pops a zero-probability candidate
-                heapq.heappush(known, (-(parent_score + lq[r]), d, parent, r, parent_score))
-        elif not ranks.complete[d - 1]:
-            heapq.heappush(unknown, (-(parent_score + (lq[-1] if lq else 0.0)), d, parent, r))
-
-    if ranks.depth:
-        push(1, 0, 0, 0.0)
-    exact = None
-    while known and len(tokens) <= max_pops:
-        if exact is None and unknown and unknown[0] < known[0][:4]:
-            exact = len(tokens) - 1
-        neg_score, d, parent, r, parent_score = heapq.heappop(known)
-        node = len(tokens)
-        tokens.append(ranks.tokens[d - 1][r])
-        parents.append(parent)
-        depths.append(d)
-        node_ranks.append(r)
-        logws.append(-neg_score)
-        push(d, parent, r + 1, parent_score)
-        if d < ranks.depth:
-            push(d + 1, node, 0, -neg_score)
-    if exact is None:
-        exact = len(tokens) - 1 if unknown and len(tokens) <= max_pops else max_pops
-    tree = DraftTree(torch.tensor(tokens), torch.tensor(parents), torch.tensor(depths), torch.tensor(node_ranks),
-                     torch.tensor(logws, dtype=torch.float64))
-    return tree, exact
+    """DDTree's selection (ddtree.tree.best_first, build_tree's) replayed on the known ranks: `(tree of the first
+    up-to-max_pops pops, exact)`; node i is the i-th pop, the root token is -1. The first `exact` pops are certainly
+    DDTree's; after that a rank beyond those known could pop first."""
+    return best_first(ranks.logq, ranks.tokens, max_pops, ranks.complete)
 
 
 def prefix_nodes(tree: DraftTree, continuation: list[int]) -> list[int]:

@@ -215,38 +215,58 @@ def _draft_logprobs(draft_logits: torch.Tensor, draft_temperature: float) -> tor
 
 
 def _select(logq: torch.Tensor, budget: int) -> DraftTree:
-    """Best-first heap over the top-K tokens of each depth; `logq  # [depth, vocab]` draft log-probs."""
+    """Best-first over the top-K tokens of each depth; `logq  # [depth, vocab]` draft log-probs."""
     depth, vocab = logq.shape
     k = min(budget, vocab)
-    tokens, parents, depths, ranks, logws = [-1], [-1], [0], [-1], [0.0]
-    if k > 0 and depth > 0:
-        top_logq, top_tokens = ranked_top_k(logq, k)
-        top_logq = top_logq.double().cpu().tolist()  # [depth][k]
-        top_tokens = top_tokens.cpu().tolist()
-        # heap item: (-score, depth, parent node, rank, parent score); the first four are unique, so it never
-        # compares the last one.
-        heap = [(-top_logq[0][0], 1, 0, 0, 0.0)]
-        while heap and len(tokens) <= budget:
-            neg_score, d, parent, r, parent_score = heapq.heappop(heap)
-            if neg_score == math.inf:
-                break  # only zero-probability candidates remain
-            node = len(tokens)
-            tokens.append(top_tokens[d - 1][r])
-            parents.append(parent)
-            depths.append(d)
-            ranks.append(r)
-            logws.append(-neg_score)
-            if r + 1 < k:
-                heapq.heappush(heap, (-(parent_score + top_logq[d - 1][r + 1]), d, parent, r + 1, parent_score))
-            if d < depth:
-                heapq.heappush(heap, (neg_score - top_logq[d][0], d + 1, node, 0, -neg_score))
-    return DraftTree(
-        tokens=torch.tensor(tokens, dtype=torch.long),
-        parents=torch.tensor(parents, dtype=torch.long),
-        depths=torch.tensor(depths, dtype=torch.long),
-        ranks=torch.tensor(ranks, dtype=torch.long),
-        node_logws=torch.tensor(logws, dtype=torch.float64),
-    )
+    if k == 0 or depth == 0:
+        return best_first([], [], budget)[0]
+    top_logq, top_tokens = ranked_top_k(logq, k)
+    return best_first(top_logq.double().cpu().tolist(), top_tokens.cpu().tolist(), budget)[0]
+
+
+def best_first(logq: list[list[float]], tokens: list[list[int]], max_pops: int,
+               complete: list[bool] | None = None) -> tuple[DraftTree, int]:
+    """DDTree's selection, the reference: pop the highest-scoring prefix (score = sum of its draft log-probs; equal
+    scores by lower depth, parent, rank) until `max_pops` nodes, pushing each pop's next sibling and first child.
+    `logq[d]`, `tokens[d]`: the candidates known at depth d + 1, best first (equal log-probs by lower token id), -inf
+    for probability 0 (never popped). `complete[d]` False where ranks beyond those known exist (a score at most the
+    last known's): then a pop is certain only while no unknown rank could outscore it. -> (the tree, root token -1,
+    node i the i-th pop; `exact`: how many of its pops are certainly the selection's, max_pops when all are)."""
+    complete = [True] * len(logq) if complete is None else complete
+    out_tokens, parents, depths, ranks, logws = [-1], [-1], [0], [-1], [0.0]
+    known: list[tuple] = []  # (-score, depth, parent node, rank, parent score); the first four are unique
+    unknown: list[tuple] = []  # (-upper bound of the score, depth, parent node, rank) of a first unknown rank
+
+    def push(d: int, parent: int, r: int, parent_score: float) -> None:
+        lq = logq[d - 1]
+        if r < len(lq):
+            if lq[r] > -math.inf:
+                heapq.heappush(known, (-(parent_score + lq[r]), d, parent, r, parent_score))
+        elif not complete[d - 1]:
+            heapq.heappush(unknown, (-(parent_score + (lq[-1] if lq else 0.0)), d, parent, r))
+
+    if logq:
+        push(1, 0, 0, 0.0)
+    exact = None
+    while known and len(out_tokens) <= max_pops:
+        if exact is None and unknown and unknown[0] < known[0][:4]:
+            exact = len(out_tokens) - 1
+        neg_score, d, parent, r, parent_score = heapq.heappop(known)
+        node = len(out_tokens)
+        out_tokens.append(tokens[d - 1][r])
+        parents.append(parent)
+        depths.append(d)
+        ranks.append(r)
+        logws.append(-neg_score)
+        push(d, parent, r + 1, parent_score)
+        if d < len(logq):
+            push(d + 1, node, 0, -neg_score)
+    if exact is None:
+        exact = len(out_tokens) - 1 if unknown and len(out_tokens) <= max_pops else max_pops
+    tree = DraftTree(tokens=torch.tensor(out_tokens, dtype=torch.long), parents=torch.tensor(parents, dtype=torch.long),
+                     depths=torch.tensor(depths, dtype=torch.long), ranks=torch.tensor(ranks, dtype=torch.long),
+                     node_logws=torch.tensor(logws, dtype=torch.float64))
+    return tree, exact
 
 
 def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
