@@ -203,7 +203,8 @@ def main() -> None:
     name = "e2e_" + args.device.split(":")[0]
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     cols = ["prompts", "path", "T", "method", "budget", "tokens_per_s", "setup_s", "x_ar_cold", "acceptance",
-            "mean_budget", "switch_pct", "round_ms", "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct", "x_ar", "x_dflash", "x_fast",
+            "mean_budget", "switch_pct", "round_ms", "verify_ms", "walk_ms", "overhead_pct", "spec_pct", "host_pct",
+            "x_ar", "x_dflash", "x_fast",
             "x_stepped"]
     md = [f"# End to end ({meta['date']}, {device}, torch {meta['torch']}, {meta['dtype']}, prompts "
           + ", ".join(f"{k} x {v}" for k, v in meta["prompt_sets"].items())

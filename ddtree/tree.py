@@ -263,8 +263,8 @@ def best_first(logq: list[list[float]], tokens: list[list[int]], max_pops: int,
             push(d + 1, node, 0, -neg_score)
     if exact is None:
         exact = len(out_tokens) - 1 if unknown and len(out_tokens) <= max_pops else max_pops
-    tree = DraftTree(tokens=torch.tensor(out_tokens, dtype=torch.long), parents=torch.tensor(parents, dtype=torch.long),
-                     depths=torch.tensor(depths, dtype=torch.long), ranks=torch.tensor(ranks, dtype=torch.long),
+    long = lambda x: torch.tensor(x, dtype=torch.long)  # noqa: E731
+    tree = DraftTree(tokens=long(out_tokens), parents=long(parents), depths=long(depths), ranks=long(ranks),
                      node_logws=torch.tensor(logws, dtype=torch.float64))
     return tree, exact
 
