@@ -93,6 +93,11 @@ class BudgetCosts:
         if self.overhead is not None:
             object.__setattr__(self, "overhead", _seconds("budget_costs.overhead", self.overhead))
 
+    @classmethod
+    def blank(cls, budgets) -> BudgetCosts:
+        """A table of `budgets` with nothing measured yet (every entry NaN)."""
+        return cls(tuple(budgets), (math.nan,) * len(budgets))
+
     @property
     def unmeasured(self) -> tuple[int, ...]:
         """The budgets whose verify cost is not measured yet."""

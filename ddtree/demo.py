@@ -88,19 +88,16 @@ def run_demo(pair, prompt: str = PROMPT, *, method: str = "ddtree", budget: int 
     from ddtree.report import write_html
     from ddtree.session import Session
 
-    costs = None
-    if budget == "auto":  # the verify costs measured so far (a warm round), given so that they are not in the time
-        warm = Session(pair, prompt, budget="auto")
-        warm.step()
-        costs = warm.budget_costs
-        print("verify ms per candidate budget:", ", ".join(
-            f"{n or 'AR'}: {'measured when read' if math.isnan(t) else f'{1e3 * t:.1f}'}"
-            for n, t in zip(costs.budgets, costs.seconds)))
     t0 = time.perf_counter()
     session = Session(pair, prompt, method=method, budget=budget, verify="sampled" if temperature else "greedy",
-                      temperature=temperature or 1.0, seed=seed, budget_costs=costs)
+                      temperature=temperature or 1.0, seed=seed)
     gen = session.run(max_new_tokens)[0]
     wall = time.perf_counter() - t0
+    if budget == "auto":  # timed when a choice first read them (in the run's time); the rest never
+        costs = session.budget_costs
+        print("verify ms per candidate budget:", ", ".join(
+            f"{n or 'AR'}: {'not needed' if math.isnan(t) else f'{1e3 * t:.1f}'}"
+            for n, t in zip(costs.budgets, costs.seconds)))
     walk = f"sampled walk, T={temperature:g}, seed {seed}" if temperature else "greedy walk"
     setting = f"budget {budget}" if method == Method.DDTREE else "one token a forward" if method == Method.AR else \
         f"a chain of {pair.block_size - 1} draft tokens"

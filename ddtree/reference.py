@@ -133,7 +133,7 @@ class ReferenceBackend:
         running = [b for b in range(batch) if active[b]]
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:  # a lazy table: each entry measured when a choice first reads it
-                costs = self.given_costs or BudgetCosts(AUTO_CANDIDATES, (math.nan,) * len(AUTO_CANDIDATES))
+                costs = self.given_costs or BudgetCosts.blank(AUTO_CANDIDATES)
                 self.auto = AutoBudget(costs, measure=self.measure_costs if costs.unmeasured else None)
             auto = self.auto.copy()  # kept only if the round succeeds
             measuring = auto.measuring

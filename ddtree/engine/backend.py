@@ -194,7 +194,7 @@ class NativeBackend:
     def _start_auto(self, settings: Settings, roots: list[int], coins) -> InFlight:
         """budget="auto": observe the round two before this one, choose, launch the chosen budget's round."""
         if self.auto is None:
-            costs = self.given_costs or BudgetCosts(AUTO_CANDIDATES, (math.nan,) * len(AUTO_CANDIDATES))
+            costs = self.given_costs or BudgetCosts.blank(AUTO_CANDIDATES)
             if costs.unmeasured:  # all at once: a measurement between queued rounds would race them
                 costs = costs.filled(costs.unmeasured, measure_verify_costs(
                     self.decoder, costs.unmeasured, cuda_graphs=self.cuda_graphs))
