@@ -16,17 +16,9 @@ def retrieve_encoding(tree: DraftTree, offset: int = 0) -> tuple[torch.Tensor, t
     """
     n = check_tree(tree).n_nodes
     offset = check_int("offset", offset, maximum=MAX_CELLS)
-    next_token = [-1] * n
-    next_sibling = [-1] * n
-    last_child: dict[int, int] = {}
-    for i, p in enumerate(tree.parents.tolist()[1:], start=1):
-        if p in last_child:
-            next_sibling[last_child[p]] = i
-        else:
-            next_token[p] = i
-        last_child[p] = i
-    index = torch.arange(n, dtype=torch.long) + offset
-    return index, torch.tensor(next_token, dtype=torch.long), torch.tensor(next_sibling, dtype=torch.long)
+    from ddtree.kernels.tree_verify import retrieve_from_parents  # the encoding's one reference, batched
+    next_token, next_sibling = retrieve_from_parents(tree.parents[None].cpu())
+    return torch.arange(n, dtype=torch.long) + offset, next_token[0], next_sibling[0]
 
 
 def parents_from_retrieve(next_token, next_sibling) -> torch.Tensor:

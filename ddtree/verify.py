@@ -72,13 +72,12 @@ def tempered_probs(logits: torch.Tensor, temperature: float, top_p: float) -> to
 def verify_greedy(tree: DraftTree, target_logits: torch.Tensor) -> VerifyResult:
     """Greedy walk; `target_logits  # [n_nodes, vocab]`, row i = the target's logits at node i."""
     _check_tree_logits(tree, target_logits)
-    choice = target_logits.argmax(dim=-1).tolist()  # [n]
-    child = _child_lookup(tree)
-    node, accepted = 0, [0]
-    while (node, choice[node]) in child:
-        node = child[(node, choice[node])]
-        accepted.append(node)
-    return _result(tree, accepted, choice[node])
+    from ddtree.kernels.tree_verify import verify_greedy_tree_ref  # the rule's one reference, beside its kernel
+    _, next_token, next_sibling = retrieve_encoding(tree)
+    choice = target_logits.argmax(dim=-1).cpu()  # [n]
+    accepted, count, bonus = verify_greedy_tree_ref(tree.tokens[None], next_token[None], next_sibling[None],
+                                                    choice[None])
+    return _result(tree, accepted[0, :int(count[0])].tolist(), int(bonus[0]))
 
 
 def draw_coins(generator: torch.Generator | None, batch: int, rows: int, device) -> torch.Tensor:
@@ -178,12 +177,6 @@ def _check_tree_logits(tree: DraftTree, target_logits: torch.Tensor) -> None:
     if tree.n_nodes > 1 and int(tree.tokens[1:].max()) >= target_logits.shape[-1]:
         raise ValueError(f"tree token id {int(tree.tokens[1:].max())} is outside the target vocab "
                          f"({target_logits.shape[-1]}): drafter and target vocabularies differ")
-
-
-def _child_lookup(tree: DraftTree) -> dict[tuple[int, int], int]:
-    """(parent node, token) -> child node."""
-    tokens, parents = tree.tokens.tolist(), tree.parents.tolist()
-    return {(parents[i], tokens[i]): i for i in range(1, tree.n_nodes)}
 
 
 def _child_keys(tree: DraftTree, vocab: int, device) -> tuple[torch.Tensor, torch.Tensor]:

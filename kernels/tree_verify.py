@@ -119,14 +119,15 @@ def verify_greedy_tree_ref(candidates, next_token, next_sibling, target):
     accept_len = torch.ones(batch, dtype=torch.long)
     bonus = torch.empty(batch, dtype=torch.long)
     for b in range(batch):
+        cand, nxt, sib, want = (x[b].tolist() for x in (candidates, next_token, next_sibling, target))
         path = [0]
-        child = int(next_token[b, 0])
+        child = nxt[0]
         while child != -1:
-            if candidates[b, child] == target[b, path[-1]]:
+            if cand[child] == want[path[-1]]:
                 path.append(child)
-                child = int(next_token[b, child])
+                child = nxt[child]
             else:
-                child = int(next_sibling[b, child])
+                child = sib[child]
         accepted[b, :len(path)] = torch.tensor(path)
         accept_len[b] = len(path)
         bonus[b] = target[b, path[-1]]
