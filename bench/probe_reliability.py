@@ -163,7 +163,7 @@ probe("core", "tree.path(-1)", match="node")(lambda: tree().path(-1))
 for fn_name, call in [("visibility", lambda x: ddtree.visibility(x)),
                       ("tree_attention_mask", lambda x: ddtree.tree_attention_mask(x, 3)),
                       ("retrieve_encoding", lambda x: ddtree.retrieve_encoding(x)),
-                      ("request_mask", lambda x: ddtree.request_mask(x, 3, 5)),
+                      ("tree_attention_mask rows 5", lambda x: ddtree.tree_attention_mask(x, 3, 5)),
                       ("pack_verify_batch", lambda x: ddtree.pack_verify_batch([x], [3], 5)),
                       ("verify_greedy", lambda x: ddtree.verify_greedy(x, torch.randn(3, 5))),
                       ("verify_sampled", lambda x: ddtree.verify_sampled(x, torch.randn(3, 5), 1.0)),
@@ -199,9 +199,10 @@ def _():
 
 probe("core", "tree_attention_mask prefix 10**12", match="prefix_len")(
     lambda: ddtree.tree_attention_mask(tree(), 10**12))
-probe("core", "request_mask seq_len 10**12", match="seq_len")(lambda: ddtree.request_mask(tree(), 10**12, 8))
-probe("core", "request_mask rows 10**7", match="rows")(lambda: ddtree.request_mask(tree(), 4, 10**7))
-probe("core", "request_mask rows < nodes", match="rows")(lambda: ddtree.request_mask(tree(), 4, 2))
+probe("core", "tree_attention_mask rows 8 prefix 10**12", match="prefix_len")(
+    lambda: ddtree.tree_attention_mask(tree(), 10**12, 8))
+probe("core", "tree_attention_mask rows 10**7", match="rows")(lambda: ddtree.tree_attention_mask(tree(), 4, 10**7))
+probe("core", "tree_attention_mask rows < nodes", match="rows")(lambda: ddtree.tree_attention_mask(tree(), 4, 2))
 probe("core", "pack_verify_batch seq_len 10**12", match="seq_lens")(
     lambda: ddtree.pack_verify_batch([tree()], [10**12], 8))
 probe("core", "pack_verify_batch num_draft_tokens 10**9", match="num_draft_tokens")(

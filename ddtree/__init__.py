@@ -9,7 +9,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from ddtree.batch import (MaskCell, VerifyBatch, check_verify_batch, effective_mask, expected_mask,
-                          pack_verify_batch, request_mask)
+                          pack_verify_batch)
 from ddtree.budget import BudgetCosts
 from ddtree.kv import compact_kv
 from ddtree.record import RequestRound, RoundRecord, load_trace, save_trace
@@ -23,7 +23,6 @@ __all__ = [
     "DraftTree", "TreeBatch", "build_tree", "build_trees", "chain_tree", "root_tree", "visibility", "tree_attention_mask",
     "retrieve_encoding", "parents_from_retrieve",
     "VerifyBatch", "MaskCell", "pack_verify_batch", "check_verify_batch", "expected_mask", "effective_mask",
-    "request_mask",
     "VerifyResult", "verify_greedy", "verify_sampled", "verify_greedy_batch", "verify_sampled_batch", "sample_walks",
     "sampling_probs", "draw_coins",
     "compact_kv",
@@ -33,6 +32,7 @@ __all__ = [
 
 _LAZY = {"Session": "ddtree.session", "Generation": "ddtree.generation", "Settings": "ddtree.settings",
          "check_lossless": "ddtree.lossless"}
+_RENAMED = {"request_mask": "tree_attention_mask(tree, seq_len, rows)"}
 
 
 def __getattr__(name):
@@ -40,4 +40,6 @@ def __getattr__(name):
     if name in _LAZY:
         import importlib
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _RENAMED:
+        raise AttributeError(f"ddtree.{name} is gone: use ddtree.{_RENAMED[name]}, the one mask builder")
     raise AttributeError(f"module 'ddtree' has no attribute {name!r}")

@@ -23,7 +23,7 @@ import torch
 
 from ddtree._checks import MAX_BUDGET, check_cells, check_int
 from ddtree.retrieve import retrieve_encoding
-from ddtree.tree import DraftTree, check_tree, visibility
+from ddtree.tree import DraftTree, check_tree, tree_attention_mask
 
 LAYOUTS = ("padded", "unpadded")
 
@@ -64,20 +64,6 @@ class MaskCell(NamedTuple):
     got: bool
 
 
-def request_mask(tree: DraftTree, seq_len: int, rows: int) -> torch.Tensor:
-    """`mask  # [rows, seq_len + rows]` bool that request's rows must see; rows >= tree.n_nodes pads the tree."""
-    n = check_tree(tree).n_nodes
-    seq_len = check_int("seq_len", seq_len)
-    rows = check_int("rows", rows, minimum=n)
-    check_cells(rows * (seq_len + rows), f"request_mask [rows, seq_len + rows] with rows = {rows}, seq_len = {seq_len}")
-    mask = torch.zeros(rows, seq_len + rows, dtype=torch.bool)
-    mask[:, :seq_len] = True
-    mask[:n, seq_len:seq_len + n] = visibility(tree)
-    pad = torch.arange(n, rows)
-    mask[pad, seq_len + pad] = True
-    return mask
-
-
 def pack_verify_batch(trees, seq_lens, num_draft_tokens: int, *, layout: str = "padded") -> VerifyBatch:
     """Pack one verify forward for several requests; see the module docstring for the layouts. The whole mask
     (sum over requests of num_draft_tokens x (seq_len + num_draft_tokens)) must fit ddtree._checks.MAX_CELLS."""
@@ -107,7 +93,7 @@ def pack_verify_batch(trees, seq_lens, num_draft_tokens: int, *, layout: str = "
         ids.append(torch.cat([tree.tokens, root.expand(q - n)]))
         pos.append(torch.cat([tree.depths, torch.zeros(q - n, dtype=torch.long)]) + seq_len)
         pad.append(torch.arange(q) >= n)
-        masks.append(request_mask(tree, seq_len, q).flatten())
+        masks.append(tree_attention_mask(tree, seq_len, q).flatten())
         written.append(written[-1] + q * (seq_len + q))
         read.append(read[-1] + q_all * (seq_len + q_all))
         index, next_token, next_sibling = retrieve_encoding(tree, offset=qo[-1])
@@ -131,7 +117,7 @@ def pack_verify_batch(trees, seq_lens, num_draft_tokens: int, *, layout: str = "
 def expected_mask(batch: VerifyBatch, b: int) -> torch.Tensor:
     """`[q_b, seq_len_b + q_b]` bool: the ancestor mask request b's rows should get (padding as documented)."""
     b = _check_request(batch, b)
-    return request_mask(batch.trees[b], int(batch.seq_lens[b]), batch.rows(b))
+    return tree_attention_mask(batch.trees[b], int(batch.seq_lens[b]), batch.rows(b))
 
 
 def effective_mask(batch: VerifyBatch, b: int) -> torch.Tensor:

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field, fields, replace
 import torch
 
 from ddtree._checks import MAX_BUDGET, TOKEN_LIMIT, check_cells, check_int
-from ddtree.batch import request_mask
 from ddtree.budget import AR, REASONS, Choice
 from ddtree.files import atomic_write, read_bytes_bounded
 from ddtree.settings import METHODS, VERIFY_RULES, Method
-from ddtree.tree import DraftTree, finite
+from ddtree.tree import DraftTree, finite, tree_attention_mask
 
 TRACE_FORMAT = "ddtree-trace"
 TRACE_VERSION = 2  # 2: a budget="auto" round's "choice"; version 1 traces (without it) still load
@@ -60,7 +59,7 @@ class RequestRound:
     def attention_mask(self) -> torch.Tensor:
         """`[rows, context_len + rows]` bool: the dense mask the verify forward used (padding rows see the prefix
         and themselves, as in ddtree.pack_verify_batch)."""
-        return request_mask(self.tree, self.context_len, len(self.input_ids))
+        return tree_attention_mask(self.tree, self.context_len, len(self.input_ids))
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}

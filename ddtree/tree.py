@@ -297,13 +297,21 @@ def visibility(tree: DraftTree) -> torch.Tensor:
     return vis
 
 
-def tree_attention_mask(tree: DraftTree, prefix_len: int) -> torch.Tensor:
-    """`mask  # [n, prefix_len + n]` bool: every node sees the whole committed prefix and its ancestors-or-self."""
-    prefix_len = check_int("prefix_len", prefix_len)
+def tree_attention_mask(tree: DraftTree, prefix_len: int, rows: int | None = None) -> torch.Tensor:
+    """`mask  # [rows, prefix_len + rows]` bool: every node sees the whole committed prefix and its
+    ancestors-or-self. rows (default: the tree's n nodes) > n pads the tree as a padded verify batch does: a
+    padding row sees the prefix and itself."""
     n = check_tree(tree).n_nodes
-    check_cells(n * (prefix_len + n), f"tree_attention_mask [n, prefix_len + n], n = {n}, prefix_len = {prefix_len}")
-    vis = visibility(tree)
-    return torch.cat([torch.ones(tree.n_nodes, prefix_len, dtype=torch.bool), vis], dim=1)
+    prefix_len = check_int("prefix_len", prefix_len)
+    rows = n if rows is None else check_int("rows", rows, minimum=n)
+    check_cells(rows * (prefix_len + rows),
+                f"tree_attention_mask [rows, prefix_len + rows], rows = {rows}, prefix_len = {prefix_len}")
+    mask = torch.zeros(rows, prefix_len + rows, dtype=torch.bool)
+    mask[:, :prefix_len] = True
+    mask[:n, prefix_len:prefix_len + n] = visibility(tree)
+    pad = torch.arange(n, rows)
+    mask[pad, prefix_len + pad] = True
+    return mask
 
 
 class TreeBatch(NamedTuple):

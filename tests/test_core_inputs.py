@@ -110,7 +110,7 @@ def test_trees_from_every_builder_pass_the_structure_check():
 
 @pytest.mark.parametrize("call", [
     lambda x: ddtree.visibility(x), lambda x: ddtree.tree_attention_mask(x, 3), lambda x: ddtree.retrieve_encoding(x),
-    lambda x: ddtree.request_mask(x, 3, 5), lambda x: ddtree.pack_verify_batch([x], [3], 5)])
+    lambda x: ddtree.tree_attention_mask(x, 3, 5), lambda x: ddtree.pack_verify_batch([x], [3], 5)])
 def test_non_trees_are_named(call):
     with pytest.raises(ValueError, match="DraftTree"):
         call({"parents": [-1]})
@@ -147,9 +147,9 @@ def test_sampling_probs_keeps_masked_tokens_at_zero():
 
 @pytest.mark.parametrize("call, match", [
     (lambda t: ddtree.tree_attention_mask(t, 10**12), "prefix_len = 1000000000000"),
-    (lambda t: ddtree.request_mask(t, 10**12, 8), "seq_len = 1000000000000"),
-    (lambda t: ddtree.request_mask(t, 4, 10**7), "rows = 10000000"),
-    (lambda t: ddtree.request_mask(t, 4, 2), "rows must be an int >= 7"),
+    (lambda t: ddtree.tree_attention_mask(t, 10**12, 8), "prefix_len = 1000000000000"),
+    (lambda t: ddtree.tree_attention_mask(t, 4, 10**7), "rows = 10000000"),
+    (lambda t: ddtree.tree_attention_mask(t, 4, 2), "rows must be an int >= 7"),
     (lambda t: ddtree.pack_verify_batch([t], [10**12], 8), "seq_lens"),
     (lambda t: ddtree.pack_verify_batch([t], [4], 10**9), "num_draft_tokens must be an int in"),
     (lambda t: ddtree.pack_verify_batch([t] * 10**5, [10**5] * 10**5, 8), "batch's mask"),

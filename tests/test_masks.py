@@ -3,6 +3,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ddtree
 from ddtree import (build_tree, check_verify_batch, effective_mask, expected_mask, pack_verify_batch,
                     parents_from_retrieve, retrieve_encoding, tree_attention_mask, visibility)
 
@@ -143,3 +144,13 @@ def test_pack_rejects_bad_input():
         pack_verify_batch([tree], [3], 8, layout="ragged")
     with pytest.raises(ValueError, match="trees"):
         pack_verify_batch([], [], 8)
+
+
+def test_the_padded_mask_has_one_builder_and_the_old_name_says_where_it_went():
+    tree = ddtree.chain_tree(torch.randn(3, 10))  # root + 3 nodes
+    padded = ddtree.tree_attention_mask(tree, 2, rows=6)  # [6, 2 + 6]
+    assert torch.equal(padded[:4, :6], ddtree.tree_attention_mask(tree, 2))
+    assert padded[4:, :2].all() and padded[4:, 2:].sum().item() == 2 and padded[4, 6] and padded[5, 7]
+    assert not padded[:4, 6:].any()  # no real node sees a padding row
+    with pytest.raises(AttributeError, match=r"tree_attention_mask\(tree, seq_len, rows\)"):
+        ddtree.request_mask
