@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from ddtree._checks import check_int
+from ddtree.models.drafter import apply_rope
 
 ATTENTION = ("auto", "triton", "torch", "custom_mask")
 PROBE_WIDTH = 64  # key columns recovered per probe forward (the probe's head dimension)
@@ -277,7 +278,7 @@ class NativeDecoder:
         v = attn.v_proj(x).view(b, rows, self.kv_heads, self.head_dim)
         if hasattr(attn, "q_norm"):  # Qwen3
             q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
-        q, k = _rope(q, cos, sin), _rope(k, cos, sin)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
         k_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = k  # k_cache[b, :, write_at[b, i], :] = k[b, i]
         v_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = v
@@ -443,14 +444,6 @@ def fused_layer(layer) -> FusedLayer:
     return FusedLayer(cat(attn.q_proj, attn.k_proj, attn.v_proj), bias(attn.q_proj, attn.k_proj, attn.v_proj),
                       cat(mlp.gate_proj, mlp.up_proj), bias(mlp.gate_proj, mlp.up_proj),
                       None if q_norm is None else q_norm.weight, None if k_norm is None else k_norm.weight, eps)
-
-
-def _rope(x, cos, sin):
-    """HF's rotate-half RoPE: x  # [b, Q, heads, D], cos/sin  # [b, Q, D]."""
-    cos, sin = cos[:, :, None].to(x.dtype), sin[:, :, None].to(x.dtype)
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rotated * sin
 
 
 def packed_mask_attention(batch):

@@ -184,10 +184,12 @@ def rope_cos_sin(positions, head_dim: int, theta: float, dtype):
 
 
 def apply_rope(x, cos, sin):
-    """x  # [n, heads, head_dim] rotated by cos, sin  # [n, head_dim]."""
+    """HF's rotate-half RoPE, the one reference: `x  # [..., heads, head_dim]` rotated by `cos, sin  # [...,
+    head_dim]` (one row per token: [n] for the drafter, [b, Q] for a padded target batch), in x's dtype."""
+    cos, sin = cos.unsqueeze(-2).to(x.dtype), sin.unsqueeze(-2).to(x.dtype)
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos[:, None, :] + rotated * sin[:, None, :]
+    return x * cos + rotated * sin
 
 
 class Attention(nn.Module):
