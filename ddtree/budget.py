@@ -13,7 +13,8 @@ MARGIN more: the choice holds still where two budgets are about even (changing b
 whose launches start cold). cost(n) is measured on the device at
 the start (BudgetCosts: the verify forward of the batch at n + 1 rows per request), or lazily (a table with NaN
 entries and a `measure` function: an entry is measured when a choice first reads it, so a session that never
-climbs past budget 16 never times the verify of 256 rows); overhead(n) (draft, tree, pack,
+climbs past budget 16 never times the verify of 256 rows, and the reference backend starts a session from what the
+pair's earlier sessions measured); overhead(n) (draft, tree, pack,
 walk, commit: they grow with the rows) is given (one number for every budget) or learnt from recent rounds' time
 outside the verify forward: a least-squares line in the budget once rounds of two budgets were seen (slope at least
 0), their median before.

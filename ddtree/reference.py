@@ -100,6 +100,12 @@ class ReferenceBackend:
             out.append(min(seconds.values()) * len(self.target_caches))
         return tuple(out)
 
+    def _measured(self) -> dict:
+        """{budget: seconds} of this pair's verify forwards measured by its reference sessions of this batch size
+        and thread count in this process (ModelPair.verify_seconds): a later session starts from them."""
+        key = (self.name, len(self.target_caches), torch.get_num_threads())
+        return self.pair.verify_seconds.setdefault(key, {})
+
     def prefill(self, prompts: list[list[int]]) -> torch.Tensor:
         """Run every prompt through the target and the drafter's context -> logits  # [B, vocab] at each prompt's
         last position."""
@@ -133,8 +139,13 @@ class ReferenceBackend:
         running = [b for b in range(batch) if active[b]]
         if settings.auto:  # observe the round two before (as the engine does), choose, build one candidate further
             if self.auto is None:  # a lazy table: each entry measured when a choice first reads it
-                costs = self.given_costs or BudgetCosts.blank(AUTO_CANDIDATES)
-                self.auto = AutoBudget(costs, measure=self.measure_costs if costs.unmeasured else None)
+                if self.given_costs is None:  # from what this pair's earlier sessions measured, refined as they are
+                    known = self._measured()
+                    self.auto = AutoBudget(BudgetCosts.blank(AUTO_CANDIDATES).filled(known, known.values()),
+                                           measure=self.measure_costs)
+                else:
+                    self.auto = AutoBudget(self.given_costs,
+                                           measure=self.measure_costs if self.given_costs.unmeasured else None)
             auto = self.auto.copy()  # kept only if the round succeeds
             measuring = auto.measuring
             chosen, pending = auto.choose_next(self.unobserved, len(running))
@@ -184,6 +195,10 @@ class ReferenceBackend:
             drafting = times["draft"] + times["tree"]
             verify = times["verify"] if self.warm and len(running) == batch else None  # the table's: whole batch
             self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen, drafting, verify)]
+            if self.given_costs is None:
+                known = self._measured()
+                known.update((n, t) for n, t in zip(auto.costs.budgets, auto.costs.seconds)
+                             if t < known.get(n, math.inf))  # NaN (not measured) never enters
         self.warm = True
         return Ran(settings, verified, times, q, None if chosen is None else auto.choice, before)
 

@@ -9,11 +9,12 @@ import torch
 import ddtree
 from ddtree import BudgetCosts, Session
 from ddtree import budget as auto_budget
-from ddtree.budget import (AutoBudget, accepted_within, choose_budget, expected_accepts, lookahead, objective,
-                           start_budget)
+from ddtree.budget import (AR, AutoBudget, accepted_within, choose_budget, expected_accepts, lookahead,
+                           objective, start_budget)
 from ddtree.engine import NativeDecoder
 from ddtree.engine.device_round import measure_verify_costs
 from ddtree.models import tiny_random_pair
+from ddtree.reference import ReferenceBackend
 from ddtree.settings import AUTO_BUDGETS, AUTO_CANDIDATES
 
 PROMPTS = ["first prompt", "a second, longer prompt here"]
@@ -293,10 +294,11 @@ def test_measured_cost_tables(pair):
     assert s.budget_costs.seconds[::2] == (1.0, 1.0) and s.budget_costs.seconds[1] > 0
 
 
-def test_the_reference_measures_the_cost_table_lazily(pair):
+def test_the_reference_measures_the_cost_table_lazily():
     """The reference backend times a candidate's verify when a choice first reads it: AR's at the first round,
     then each candidate once a round has told its expectation; one the rounds never reach is never timed, and the
     time spent measuring is not counted as a round's overhead."""
+    pair = tiny_random_pair(1)  # its own: a pair remembers what its sessions measured (test below)
     s = Session(pair, PROMPTS, budget="auto", backend="reference")
     s.step()
     assert s.budget_costs.seconds[0] > 0 and s.budget_costs.unmeasured == AUTO_BUDGETS
@@ -308,13 +310,40 @@ def test_the_reference_measures_the_cost_table_lazily(pair):
     assert {r.budget for r in s.records} <= {0, first}  # the choice reads 8 and 16 (its build), climbs no further
     assert s.budget_costs.unmeasured == tuple(n for n in AUTO_BUDGETS if n > built)
     assert s.budget_costs.seconds[1:3] == (1e-5, 1e3)  # no round verifies faster than the fake 10 us
-    s = Session(pair, PROMPTS, budget="auto", backend="reference")
+    s = Session(tiny_random_pair(1), PROMPTS, budget="auto", backend="reference")
     s.step()
     s.backend.auto.measure = lambda budgets: (time.sleep(1.0), (1e-3,) * len(budgets))[1]
     for _ in range(4):
         s.step()
     assert s.backend.auto.measuring >= 1.0  # it measured...
     assert all(t < 1.0 for _, t in s.backend.auto.overheads)  # ...and that second is no round's overhead
+
+
+def test_later_sessions_of_a_pair_start_from_what_earlier_ones_measured(monkeypatch):
+    """A pair's reference sessions share their measured verify times (per batch size and thread count): a second
+    budget="auto" session measures only what the first never did, and keeps the fastest time seen."""
+    pair = tiny_random_pair(1)
+    calls = []
+    measure = ReferenceBackend.measure_costs
+    monkeypatch.setattr(ReferenceBackend, "measure_costs",
+                        lambda self, budgets: (calls.append(budgets), measure(self, budgets))[1])
+    first = Session(pair, PROMPTS, budget="auto", backend="reference")
+    for _ in range(4):
+        first.step()
+    measured = {n: t for n, t in zip(AUTO_CANDIDATES, first.budget_costs.seconds) if not math.isnan(t)}
+    assert calls and set(measured) == {n for c in calls for n in c}
+    calls.clear()
+    second = Session(pair, PROMPTS[:1] * len(PROMPTS), budget="auto", backend="reference")
+    second.step()
+    assert calls == [] and all(second.budget_costs.seconds[AUTO_CANDIDATES.index(n)] <= t for n, t in measured.items())
+    other = Session(pair, PROMPTS[:1], budget="auto", backend="reference")  # another batch size: its own times
+    other.step()
+    assert calls == [(AR,)]
+    shared = {k: dict(v) for k, v in pair.verify_seconds.items()}
+    given = Session(pair, PROMPTS, budget="auto", backend="reference", budget_costs=BudgetCosts((0, 2), (1.0, 2.0)))
+    given.step()
+    assert given.budget_costs.seconds == (1.0, 2.0)  # a given table is neither filled from them nor added to them
+    assert pair.verify_seconds == shared
 
 
 def test_a_lazy_table_measures_what_a_choice_reads():

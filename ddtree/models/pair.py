@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,6 +31,8 @@ class ModelPair:
     drafter: DFlashDrafter | None
     device: torch.device
     dtype: torch.dtype
+    verify_seconds: dict = field(default_factory=dict, repr=False, compare=False)  # (backend, batch, threads) ->
+    # {budget: fastest verify forward seen, s}: what this pair's budget="auto" sessions measured in this process
 
     def _need_drafter(self) -> DFlashDrafter:
         if self.drafter is None:
