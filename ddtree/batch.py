@@ -23,7 +23,7 @@ import torch
 
 from ddtree._checks import MAX_BUDGET, check_cells, check_int
 from ddtree.retrieve import retrieve_encoding
-from ddtree.tree import DraftTree, check_tree, tree_attention_mask
+from ddtree.tree import DraftTree, tree_attention_mask
 
 LAYOUTS = ("padded", "unpadded")
 
