@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from ddtree import Session, check_lossless
 from ddtree.models import load_pair
 from ddtree.models.pair import DEFAULT_DRAFTER_DIR
-from ddtree.training.prompts import GROUPS, SPLITS, prompts_by_group
+from ddtree.training.prompts import GROUPS, PROMPTS_FILE, SPLITS, prompts_by_group
 
 
 def configs(budgets, temperatures):
@@ -127,6 +127,9 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=8, help="first N prompts of each group")
     ap.add_argument("--split", choices=SPLITS, default="heldout",
                     help="which side of the committed prompts file (the lossless check always reads held-out ones)")
+    ap.add_argument("--prompts-file", type=Path, default=PROMPTS_FILE,
+                    help="a prompts file of ddtree.training.prompts' schema (bench/data/styled_prompts.json: "
+                         "benchmark-style prompts)")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
@@ -140,7 +143,7 @@ def main() -> None:
         ap.error(f"--drafters: folder names must differ, got {names}")
     heldout = prompts_by_group(args.groups, "heldout", args.lossless_prompts)
     try:
-        prompts = prompts_by_group(args.groups, args.split, args.prompts)
+        prompts = prompts_by_group(args.groups, args.split, args.prompts, args.prompts_file)
     except ValueError as e:
         ap.error(f"--split {args.split}: {e}; leave the group out with --groups")
     rows, lossless = [], {}
@@ -156,6 +159,7 @@ def main() -> None:
                 lossless[group] = str(check_lossless(pair, heldout[group], args.lossless_tokens))
     meta = {"date": date.today().isoformat(), "device": f"CPU: {platform.machine()}, {torch.get_num_threads()} "
             f"torch threads", "torch": torch.__version__, "prompts": args.prompts, "split": args.split,
+            "prompts_file": str(args.prompts_file),
             "available": {group: len(found) for group, found in prompts.items()},
             "max_new_tokens": args.max_new_tokens, "drafters": {n: str(p) for n, p in zip(names, args.drafters)},
             "lossless_prompts": args.lossless_prompts, "lossless_tokens": args.lossless_tokens, "seed": args.seed}
