@@ -74,6 +74,7 @@ def markdown(rows, meta, lossless) -> str:
     text = (f"# Acceptance length of the SmolLM2 DFlash drafters ({meta['date']})\n\n"
             f"{meta['device']}, torch {meta['torch']}, float32; per group the first {meta['prompts']} "
             f"{side_name(meta.get('split'))}"
+            + (f" of `{meta['prompts_file']}`" if meta.get("prompts_file") else "")
             + "".join(f" ({group}: only {n} exist)" for group, n in fewer.items())
             + f" (kinds interleaved) x up to {meta['max_new_tokens']} new tokens (stop at EOS); acceptance = "
             f"committed tokens per target forward, pooled over a group's prompts. T=0: greedy verification; T>0: "
@@ -159,7 +160,7 @@ def main() -> None:
                 lossless[group] = str(check_lossless(pair, heldout[group], args.lossless_tokens))
     meta = {"date": date.today().isoformat(), "device": f"CPU: {platform.machine()}, {torch.get_num_threads()} "
             f"torch threads", "torch": torch.__version__, "prompts": args.prompts, "split": args.split,
-            "prompts_file": str(args.prompts_file),
+            "prompts_file": None if args.prompts_file == PROMPTS_FILE else str(args.prompts_file),
             "available": {group: len(found) for group, found in prompts.items()},
             "max_new_tokens": args.max_new_tokens, "drafters": {n: str(p) for n, p in zip(names, args.drafters)},
             "lossless_prompts": args.lossless_prompts, "lossless_tokens": args.lossless_tokens, "seed": args.seed}

@@ -49,6 +49,8 @@ def test_the_split_picks_a_side_of_the_committed_prompts_and_the_report_names_it
             "split": "train"}
     assert "the first 5 training prompts" in bench.markdown([], meta, {})
     assert "the first 5 held-out prompts" in bench.markdown([], meta | {"split": "heldout"}, {})
+    styled = meta | {"split": "heldout", "prompts_file": "bench/data/styled_prompts.json"}  # --prompts-file
+    assert "the first 5 held-out prompts of `bench/data/styled_prompts.json`" in bench.markdown([], styled, {})
 
 
 def test_the_unseen_side_holds_held_out_prompts_of_subjects_never_trained_on(monkeypatch, capsys):
