@@ -273,11 +273,19 @@ def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     """The k best tokens per depth, best first, equal log-probs by lower token id: `([depth, k], [depth, k])`."""
     values, tokens = torch.topk(logq, k, dim=-1)
     kth = values[:, -1:]
-    if ((logq == kth).sum(-1) > (values == kth).sum(-1)).any():
-        # a tie straddles the cut and topk may have kept any of the tied ids: a stable full sort keeps the lowest
-        values, tokens = torch.sort(logq, dim=-1, descending=True, stable=True)
-        return values[:, :k], tokens[:, :k]
-    tokens = tokens.sort(dim=-1).values  # the selected set is unique; order it by id, then stably by value
+    tied = logq == kth  # [depth, vocab]
+    if (tied.sum(-1) > (values == kth).sum(-1)).any():
+        # a tie straddles the cut and topk may have kept any of the tied ids: keep everything above the cut and
+        # the lowest ids of the tie (coarse logits, e.g. bfloat16, tie often; a full sort would cost the round)
+        keep = logq > kth  # [depth, vocab]
+        rows, ids = tied.nonzero(as_tuple=True)  # by depth, then id
+        counts = tied.sum(-1)  # [depth]
+        rank = torch.arange(len(rows), device=rows.device) - (counts.cumsum(0) - counts)[rows]  # within its depth
+        first = rank < (k - keep.sum(-1))[rows]  # the lowest tied ids fill the selection up to k
+        keep[rows[first], ids[first]] = True
+        tokens = keep.nonzero()[:, 1].view(logq.shape[0], k)  # by id
+    else:
+        tokens = tokens.sort(dim=-1).values  # the selected set is unique; order it by id, then stably by value
     values, order = logq.gather(-1, tokens).sort(dim=-1, descending=True, stable=True)
     return values, tokens.gather(-1, order)
 
