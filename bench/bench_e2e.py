@@ -136,6 +136,9 @@ def main() -> None:
     ap.add_argument("--auto-margin", type=float, default=None,
                     help="budget='auto' changes budget only for a candidate expected this much faster (default: "
                          "ddtree.budget.MARGIN)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
+                    help="the pair's dtype (default: load_pair's: bfloat16 on a GPU and on a CPU with native bfloat16, "
+                         "else float32)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     if args.decode_rows is not None:
@@ -144,7 +147,9 @@ def main() -> None:
         auto_budget.MARGIN = args.auto_margin  # read by every choice from here on
     cuda = args.device.startswith("cuda")
     args.fused = cuda if args.fused is None else args.fused
-    pair = load_pair(None, args.drafter, device=args.device) if args.drafter else load_default_pair(device=args.device)
+    dtype = None if args.dtype is None else getattr(torch, args.dtype)
+    pair = load_pair(None, args.drafter, device=args.device, dtype=dtype) if args.drafter else \
+        load_default_pair(device=args.device, dtype=dtype)
     sets = ["code", "chat"] if args.prompt_set == "both" else [args.prompt_set]
     prompts = {name: PROMPT_SETS[name][:args.prompts] for name in sets}
     variants = ([(args.fused, False, True)] + [(not args.fused, False, True)] * args.compare_unfused

@@ -28,6 +28,7 @@ from ddtree._checks import check_bool, check_int
 from ddtree.budget import AR, BudgetCosts
 from ddtree.engine.backend import NativeBackend
 from ddtree.generation import Generation, eos_index, make_generation
+from ddtree.models._common import native_bfloat16_cpu
 from ddtree.record import RoundRecord
 from ddtree.reference import ReferenceBackend
 from ddtree.rounds import TOP_K, Backend, first_tokens, timed
@@ -144,6 +145,9 @@ class Session:
             cpu = "" if cuda or self.settings.method != Method.DDTREE or self.settings.auto else (
                 "; on a CPU a verify of many rows costs more than an autoregressive step: budget='auto' stops "
                 "speculating where that does not pay")
+            if not cuda and self.pair.dtype == torch.float32 and native_bfloat16_cpu():
+                cpu += ("; this CPU multiplies bfloat16 natively: a bfloat16 pair (load_default_pair() picks it) "
+                        "runs faster and makes trees cheaper (docs/guide.md, 'Speed on a CPU')")
             return ("reference backend: one Hugging Face forward per request" +
                     (" (backend='native' is the fast path on CUDA)" if cuda else "") + cpu)
         attention = b.decoder.attention

@@ -64,7 +64,7 @@ def test_same_seed_same_tokens_on_both_backends_on_gpu(verify):
 @pytest.mark.slow
 def test_same_seed_same_tokens_on_both_backends_on_smollm2():
     from ddtree.models import load_default_pair
-    pair = load_default_pair()
+    pair = load_default_pair(dtype=torch.float32)  # bfloat16's rounding differs between the two forwards' kernels
     options = dict(budget=16, verify="sampled", temperature=1.0, seed=3)
     prompts = ["Write a haiku about trees.", "What is 2+2?"]
     ref = Session(pair, prompts, backend="reference", **options).run(24, stop_on_eos=False)

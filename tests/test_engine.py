@@ -1,11 +1,13 @@
 """The native engine (static cache, padded tree batches) against the Hugging Face reference path."""
+import copy
+
 import pytest
 import torch
 
 import ddtree
 from ddtree import Session
 from ddtree.engine import NativeDecoder
-from ddtree.models import TargetCache, target_forward, tiny_random_pair
+from ddtree.models import TargetCache, load_pair, target_forward, tiny_random_pair
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +116,17 @@ def test_a_session_says_which_fast_paths_run_and_why_not(pair):
     assert "stops speculating" not in Session(pair, "x", budget="auto", backend="reference").fast_path
     with pytest.raises(ValueError, match="cuda_graphs must be True or False"):
         Session(pair, "x", backend="native", cuda_graphs="yes")
+
+
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_a_float32_cpu_session_names_bfloat16_where_the_cpu_has_it(pair, monkeypatch, native_bf16):
+    import ddtree.session
+    monkeypatch.setattr(ddtree.session, "native_bfloat16_cpu", lambda: native_bf16)
+    assert pair.dtype == torch.float32
+    told = "multiplies bfloat16 natively" in Session(pair, "x", budget=4, backend="reference").fast_path
+    assert told == native_bf16
+    bf16 = load_pair((copy.deepcopy(pair.target).to(torch.bfloat16), pair.tokenizer), None)
+    assert "multiplies bfloat16" not in Session(bf16, "x", method="ar", backend="reference").fast_path
 
 
 @pytest.mark.gpu

@@ -132,6 +132,16 @@ def test_real_target_with_random_drafter_drafts():
     assert logits.shape == (15, 49152) and torch.isfinite(logits).all()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_the_embedded_pair_defaults_to_bfloat16_on_a_cpu_that_has_it(monkeypatch, native_bf16):
+    monkeypatch.setattr(pair_module, "native_bfloat16_cpu", lambda: native_bf16)
+    pair = load_default_pair(device="cpu")
+    assert pair.dtype == (torch.bfloat16 if native_bf16 else torch.float32) == pair.drafter.dtype
+    assert load_default_pair(device="cpu", dtype=torch.float32).dtype == torch.float32  # a dtype named wins
+    assert load_pair((pair.target, pair.tokenizer)).dtype == pair.dtype  # a loaded target is used as it is
+
+
 def test_the_tiny_tokenizer_reads_special_token_text_both_ways():
     from ddtree.models import tiny_random_pair
     pair = tiny_random_pair(0)

@@ -109,7 +109,7 @@ def test_soft_labels_read_the_targets_distribution_one_position_before_each_labe
 @pytest.mark.slow
 def test_shipped_drafter_drafts_far_better_than_a_random_drafter():
     pair = load_default_pair()
-    assert pair.drafter.config.num_target_layers == 30 and pair.drafter.dtype == torch.float32
+    assert pair.drafter.config.num_target_layers == 30 and pair.drafter.dtype == pair.dtype
     lengths = []
     for prompt in PROMPTS:
         session = Session(pair, prompt, method="ddtree", budget=32, verify="greedy")

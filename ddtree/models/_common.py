@@ -17,6 +17,13 @@ def resolve_device(device) -> torch.device:
         raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0', got {device!r}") from error
 
 
+def native_bfloat16_cpu() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), where a bfloat16 forward is faster than
+    float32 and costs about the same for one row as for a small tree's (docs/guide.md, "Speed on a CPU")."""
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
 def resolve_dtype(dtype, device: torch.device) -> torch.dtype:
     """`dtype` as given, else float32 on CPU and bfloat16 on accelerators."""
     if dtype is None:

@@ -14,7 +14,7 @@ from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from ddtree._checks import SEED_MAX, check_int
-from ddtree.models._common import long_vector, resolve_device
+from ddtree.models._common import long_vector, native_bfloat16_cpu, resolve_device
 from ddtree.models.drafter import DFlashConfig, DFlashDrafter, DraftCache, drafter_folder
 from ddtree.models.target import load_target
 
@@ -135,8 +135,12 @@ def check_compatible(target, drafter: DFlashDrafter) -> None:
 def load_pair(target=None, drafter=None, *, device="auto", dtype=None) -> ModelPair:
     """target: None (embedded SmolLM2), a path / hub name, or a loaded (model, tokenizer), used as it is;
     drafter: a folder, a DFlashDrafter (moved to the target's device and dtype) or None.
-    `device` ("auto": CUDA when there is a GPU) and `dtype` (default float32 on the CPU, bfloat16 on a GPU) apply to a
-    target loaded here; the drafter follows the target."""
+    `device` ("auto": CUDA when there is a GPU) and `dtype` apply to a target loaded here; the drafter follows the
+    target. `dtype` defaults to bfloat16 on a GPU, float32 on a CPU, except for the embedded target on a CPU that
+    multiplies bfloat16 natively (AVX512-BF16 or AMX): there bfloat16 is ~1.5x faster than float32 and a verify of a
+    small tree costs little more than one step, so trees pay (docs/guide.md, "Speed on a CPU")."""
+    if target is None and dtype is None and resolve_device(device).type == "cpu" and native_bfloat16_cpu():
+        dtype = torch.bfloat16
     # a drafter folder is checked before the target loads
     folder = drafter_folder(drafter, "drafter") if isinstance(drafter, (str, os.PathLike)) else None
     if isinstance(target, tuple):
@@ -158,7 +162,8 @@ def load_pair(target=None, drafter=None, *, device="auto", dtype=None) -> ModelP
 
 
 def load_default_pair(*, device="auto", dtype=None) -> ModelPair:
-    """The embedded SmolLM2 target with the project's trained drafter (ddtree/assets/smollm2-dflash/)."""
+    """The embedded SmolLM2 target with the project's trained drafter (ddtree/assets/smollm2-dflash/), in
+    load_pair's default dtype for the embedded target."""
     if not (DEFAULT_DRAFTER_DIR / "config.json").is_file():
         raise FileNotFoundError(
             f"the trained DFlash drafter for SmolLM2 has not shipped yet (expected {DEFAULT_DRAFTER_DIR}); "
