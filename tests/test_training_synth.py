@@ -74,3 +74,37 @@ def test_magpie_requests_come_from_the_targets_own_user_turn(target):
         assert p["prompt"].startswith(opener) and synth.clean_request(p["prompt"]) == p["prompt"]
     again = synth.magpie_prompts(model, tokenizer, 8, batch_size=8, max_new_tokens=48, seed=1)
     assert again == written  # seeded
+
+
+def test_sharded_answers_cover_the_prompts_file_once_over_several_calls(target, tmp_path, monkeypatch):
+    """Shard 0 writes the prompts and answers its part; a later shard reads that prompts file and answers the rest:
+    together every training prompt once, at the temperature its index gives, as one unsharded call would."""
+    import json
+
+    from ddtree.training.data import SequenceData
+    model, tokenizer = target
+    few = synth.completion_prompts
+    monkeypatch.setattr(synth, "completion_prompts", lambda seed: few(modules=("textwrap", "colorsys", "shlex"),
+                                                                      seed=seed))
+    common = dict(magpie=0, heldout_fraction=0.3, temperatures=(0.0, 1.0), gen_batch=8, max_new_tokens=3, seed=2)
+    whole = synth.make(model, tokenizer, tmp_path / "one", **common)
+    out = tmp_path / "sharded"
+    with pytest.raises(SystemExit):  # a later shard before shard 0 wrote the prompts
+        synth.main(["--out", str(out), "--device", "cpu", "--shard", "1", "--shards", "2"])
+    synth.make(model, tokenizer, out, shard=0, shards=2, **common)
+    prompts = (out / "prompts.json").read_bytes()
+    synth.make(model, tokenizer, out, shard=1, shards=2, **common)
+    assert (out / "prompts.json").read_bytes() == prompts == (tmp_path / "one" / "prompts.json").read_bytes()
+    parts = [SequenceData.load(out / f"data-{k}.npz") for k in (0, 1)]
+    ids = [set(p.prompt_ids.tolist()) for p in parts]
+    train = json.loads(prompts)["train"]
+    assert ids[0] and ids[1] and not ids[0] & ids[1] and ids[0] | ids[1] == set(range(len(train)))
+    both = SequenceData.concat(parts)
+    assert sorted(zip(both.prompt_ids.tolist(), both.temperatures.tolist())) == \
+        sorted(zip(whole.prompt_ids.tolist(), whole.temperatures.tolist())) == \
+        [(i, float(i % 2)) for i in range(len(train))]
+    greedy = lambda d: {int(i): d.sequence(k) for k, i in enumerate(d.prompt_ids) if d.temperatures[k] == 0}  # noqa: E731
+    assert {k: v.tolist() for k, v in greedy(both).items()} == {k: v.tolist() for k, v in greedy(whole).items()}
+    manifests = [json.loads((out / f"manifest-{k}.json").read_text()) for k in (0, 1)]
+    assert [m["shard"] for m in manifests] == [0, 1] and sum(m["sequences"] for m in manifests) == len(train)
+    assert (out / "samples.jsonl").is_file() and not (out / "data.npz").exists()

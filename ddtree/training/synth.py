@@ -11,7 +11,11 @@ split by subject: a completion prompt's subject is its module, so a held-out mod
 on; a Magpie prompt's subject is its normalised text. `python -m ddtree.training.synth --out DIR` writes
 DIR/prompts.json (load_prompts' schema), DIR/data.npz (the target's answers to the training side, greedy and
 sampled: ddtree.training.data), DIR/manifest.json (counts, SHA-256 of each file, the settings) and DIR/samples.jsonl
-(a few prompts of each kind, for the data card). ddtree/training/README.md has the command behind drafter v7.
+(a few prompts of each kind, for the data card). A device call runs at most 10 minutes, about 25 k answers on an
+H100, so larger runs answer one prompts file in parts: `--shard 0 --shards N` writes the prompts and
+data-0.npz, each later call `--shard k --shards N` (same --out, same machine) data-k.npz; train.py reads them all
+(`--data DIR/data-*.npz --prompts DIR/prompts.json --temperatures`). ddtree/training/README.md has the command
+behind drafter v7.
 """
 from __future__ import annotations
 
@@ -203,48 +207,63 @@ def sha256_of(path: Path) -> str:
 
 def make(model, tokenizer, out: Path, *, magpie: int, earlier=(), heldout_fraction: float = 0.03,
          temperatures=(0.0, 1.0), gen_batch: int = 1024, max_new_tokens: int = 256, seed: int = 0,
-         prompt_batch: int | None = None, settings: dict | None = None) -> SequenceData:
+         prompt_batch: int | None = None, settings: dict | None = None, shard: int = 0,
+         shards: int = 1) -> SequenceData:
     """The whole pipeline into `out` (module docstring). `earlier`: prompt dicts of another file to answer too (its
     training side: they stay training prompts). Each training prompt is answered once, at
     temperatures[i % len(temperatures)] (prompts in a seeded random order), so greedy and sampled answers cover
-    every kind."""
+    every kind. With `shards` > 1 only the training prompts of part `shard` (of `shards` contiguous parts) are
+    answered, into data-<shard>.npz and manifest-<shard>.json, so that one prompts file is answered over several
+    calls of a few minutes each: shard 0 writes prompts.json, a later shard reads it (the same run's) and writes no
+    prompts."""
     out.mkdir(parents=True, exist_ok=True)
+    suffix = "" if shards == 1 else f"-{shard}"
     timings = {}
-    t0 = time.perf_counter()
-    written = magpie_prompts(model, tokenizer, magpie, batch_size=prompt_batch or gen_batch, seed=seed)
-    timings["magpie_s"] = round(time.perf_counter() - t0, 1)
-    made = dedupe(written + completion_prompts(seed=seed))
-    train, heldout = split_by_subject(made, heldout_fraction)
-    known = {normalised(p["prompt"]) for p in made}
-    train += [p for p in earlier if normalised(p["prompt"]) not in known]
-    random.Random(seed).shuffle(train)
-    count = lambda side: {g: sum(p["group"] == g for p in side) for g in GROUPS}  # noqa: E731
-    kinds = lambda side: {k: sum(p["kind"] == k for p in side) for k in sorted({p["kind"] for p in side})}  # noqa: E731
-    meta = {"python": sys.version.split()[0], "seed": seed, "magpie_drawn": magpie, "magpie_kept": len(written),
-            "train_count": len(train), "heldout_count": len(heldout), "train_groups": count(train),
-            "heldout_groups": count(heldout), "train_kinds": kinds(train), "heldout_kinds": kinds(heldout)}
-    atomic_write(out / "prompts.json", json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
+    if shard == 0:
+        t0 = time.perf_counter()
+        written = magpie_prompts(model, tokenizer, magpie, batch_size=prompt_batch or gen_batch, seed=seed)
+        timings["magpie_s"] = round(time.perf_counter() - t0, 1)
+        made = dedupe(written + completion_prompts(seed=seed))
+        train, heldout = split_by_subject(made, heldout_fraction)
+        known = {normalised(p["prompt"]) for p in made}
+        train += [p for p in earlier if normalised(p["prompt"]) not in known]
+        random.Random(seed).shuffle(train)
+        count = lambda side: {g: sum(p["group"] == g for p in side) for g in GROUPS}  # noqa: E731
+        kinds = lambda side: {k: sum(p["kind"] == k for p in side)  # noqa: E731
+                              for k in sorted({p["kind"] for p in side})}
+        meta = {"python": sys.version.split()[0], "seed": seed, "magpie_drawn": magpie, "magpie_kept": len(written),
+                "train_count": len(train), "heldout_count": len(heldout), "train_groups": count(train),
+                "heldout_groups": count(heldout), "train_kinds": kinds(train), "heldout_kinds": kinds(heldout)}
+        atomic_write(out / "prompts.json",
+                     json.dumps({"meta": meta, "train": train, "heldout": heldout}, indent=0) + "\n")
+    else:
+        made = json.loads((out / "prompts.json").read_text())
+        meta, train = made["meta"], made["train"]
+    part = np.array_split(np.arange(len(train)), shards)[shard]  # the training prompts this call answers
     t0 = time.perf_counter()
     parts = []
     for k, temperature in enumerate(temperatures):
-        ids = np.arange(k, len(train), len(temperatures))
+        ids = part[part % len(temperatures) == k]
         ids = ids[np.argsort([len(train[i]["prompt"]) for i in ids], kind="stable")]  # similar lengths batch together
         parts.append(generate_responses(model, tokenizer, [train[i]["prompt"] for i in ids], [temperature],
                                         batch_size=gen_batch, max_new_tokens=max_new_tokens, seed=seed + k,
                                         prompt_ids=ids))
     data = SequenceData.concat(parts)
-    data.save(out / "data.npz")
+    data.save(out / f"data{suffix}.npz")
     timings["answers_s"] = round(time.perf_counter() - t0, 1)
-    rng = random.Random(seed)
-    samples = [p for kind in sorted({p["kind"] for p in train}) for p in
-               rng.sample([q for q in train if q["kind"] == kind], min(3, sum(q["kind"] == kind for q in train)))]
-    atomic_write(out / "samples.jsonl", "".join(json.dumps(p) + "\n" for p in samples))
+    files = ["prompts.json", f"data{suffix}.npz"]
+    if shard == 0:
+        rng = random.Random(seed)
+        samples = [p for kind in sorted({p["kind"] for p in train}) for p in
+                   rng.sample([q for q in train if q["kind"] == kind], min(3, sum(q["kind"] == kind for q in train)))]
+        atomic_write(out / "samples.jsonl", "".join(json.dumps(p) + "\n" for p in samples))
+        files.append("samples.jsonl")
     manifest = meta | timings | {
-        "settings": settings or {}, "sequences": len(data), "tokens": int(data.offsets[-1]),
-        "response_tokens": int(data.offsets[-1] - data.prompt_lens.sum()),
+        "settings": settings or {}, "shard": shard, "shards": shards, "sequences": len(data),
+        "tokens": int(data.offsets[-1]), "response_tokens": int(data.offsets[-1] - data.prompt_lens.sum()),
         "sequences_by_temperature": {f"{t:g}": int((data.temperatures == t).sum()) for t in temperatures},
-        "files": {name: sha256_of(out / name) for name in ("prompts.json", "data.npz", "samples.jsonl")}}
-    atomic_write(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+        "files": {name: sha256_of(out / name) for name in files}}
+    atomic_write(out / f"manifest{suffix}.json", json.dumps(manifest, indent=1) + "\n")
     return data
 
 
@@ -264,7 +283,16 @@ def main(argv=None) -> None:
     parser.add_argument("--prompt-batch", type=int, help="batch for writing prompts (default: --gen-batch)")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shard", type=int, default=0,
+                        help="answer this part of the training prompts (0 writes the prompts; a later part reads "
+                             "--out/prompts.json): one prompts file answered over several device calls")
+    parser.add_argument("--shards", type=int, default=1, help="how many parts the training prompts are answered in")
     args = parser.parse_args(argv)
+    if not 0 <= args.shard < args.shards:
+        parser.error(f"--shard must be in [0, --shards) = [0, {args.shards}), got {args.shard}")
+    if args.shard and not (args.out / "prompts.json").is_file():
+        parser.error(f"--shard {args.shard} answers the prompts shard 0 wrote, but {args.out / 'prompts.json'} "
+                     "does not exist: run --shard 0 into the same --out first")
     if not 0 < args.heldout_fraction < 1:
         parser.error(f"--heldout-fraction must be in (0, 1), got {args.heldout_fraction}")
     if args.magpie < 0 or args.earlier < 0:
@@ -275,10 +303,12 @@ def main(argv=None) -> None:
     earlier = [committed[i] for i in spread(len(committed), args.earlier)] if args.earlier else []
     make(model, tokenizer, args.out, magpie=args.magpie, earlier=earlier, heldout_fraction=args.heldout_fraction,
          temperatures=args.temperatures, gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, seed=args.seed,
-         prompt_batch=args.prompt_batch, settings={k: str(v) for k, v in vars(args).items()})
-    manifest = json.loads((args.out / "manifest.json").read_text())
-    print(json.dumps({k: manifest[k] for k in ("magpie_kept", "train_groups", "heldout_groups", "sequences",
-                                               "tokens", "magpie_s", "answers_s")}), flush=True)
+         prompt_batch=args.prompt_batch, settings={k: str(v) for k, v in vars(args).items()}, shard=args.shard,
+         shards=args.shards)
+    manifest = json.loads((args.out / ("manifest.json" if args.shards == 1 else f"manifest-{args.shard}.json"))
+                          .read_text())
+    print(json.dumps({k: manifest.get(k) for k in ("magpie_kept", "train_groups", "heldout_groups", "sequences",
+                                                   "tokens", "magpie_s", "answers_s")}), flush=True)
 
 
 if __name__ == "__main__":
