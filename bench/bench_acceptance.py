@@ -150,7 +150,9 @@ def main() -> None:
     rows, lossless = [], {}
     target = None
     for name, folder in zip(names, args.drafters):
-        pair = load_pair(target, folder)  # the target is loaded once, then shared by every drafter
+        # float32 (not the bfloat16 the embedded pair takes on some CPUs), as every acceptance result here; the
+        # target is loaded once, then shared by every drafter
+        pair = load_pair(target, folder, dtype=torch.float32)
         target = (pair.target, pair.tokenizer)
         for group in args.groups:
             for config in tqdm(configs(args.budgets, args.temperatures), desc=f"{name}, {group}"):

@@ -274,7 +274,8 @@ def parse_args(argv=None):
                     help="a checkout of github.com/liranringel/ddtree (not shipped here)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", choices=["bfloat16", "float32"], default=None,
-                    help="default: bfloat16 on CUDA, float32 on a CPU")
+                    help="default: load_default_pair's (bfloat16 on CUDA and on a CPU with native bfloat16, "
+                         "else float32)")
     ap.add_argument("--backend", choices=["native", "reference"], default=None,
                     help="our backend (default: native on CUDA, our pure-torch reference backend on a CPU)")
     ap.add_argument("--budgets", type=int, nargs="+", default=[32, 128])
