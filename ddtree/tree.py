@@ -274,12 +274,12 @@ def ranked_top_k(logq: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     values, tokens = torch.topk(logq, k, dim=-1)
     kth = values[:, -1:]
     tied = logq == kth  # [depth, vocab]
-    if (tied.sum(-1) > (values == kth).sum(-1)).any():
+    counts = tied.sum(-1)  # [depth] ids at the cut's value
+    if (counts > (values == kth).sum(-1)).any():
         # a tie straddles the cut and topk may have kept any of the tied ids: keep everything above the cut and
         # the lowest ids of the tie (coarse logits, e.g. bfloat16, tie often; a full sort would cost the round)
         keep = logq > kth  # [depth, vocab]
         rows, ids = tied.nonzero(as_tuple=True)  # by depth, then id
-        counts = tied.sum(-1)  # [depth]
         rank = torch.arange(len(rows), device=rows.device) - (counts.cumsum(0) - counts)[rows]  # within its depth
         first = rank < (k - keep.sum(-1))[rows]  # the lowest tied ids fill the selection up to k
         keep[rows[first], ids[first]] = True

@@ -205,6 +205,11 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def shard_suffix(shard: int, shards: int) -> str:
+    """What a shard's data and manifest file names carry: nothing for an unsharded run, else "-<shard>"."""
+    return "" if shards == 1 else f"-{shard}"
+
+
 def make(model, tokenizer, out: Path, *, magpie: int, earlier=(), heldout_fraction: float = 0.03,
          temperatures=(0.0, 1.0), gen_batch: int = 1024, max_new_tokens: int = 256, seed: int = 0,
          prompt_batch: int | None = None, settings: dict | None = None, shard: int = 0,
@@ -217,7 +222,7 @@ def make(model, tokenizer, out: Path, *, magpie: int, earlier=(), heldout_fracti
     calls of a few minutes each: shard 0 writes prompts.json, a later shard reads it (the same run's) and writes no
     prompts."""
     out.mkdir(parents=True, exist_ok=True)
-    suffix = "" if shards == 1 else f"-{shard}"
+    suffix = shard_suffix(shard, shards)
     timings = {}
     if shard == 0:
         t0 = time.perf_counter()
@@ -305,8 +310,7 @@ def main(argv=None) -> None:
          temperatures=args.temperatures, gen_batch=args.gen_batch, max_new_tokens=args.max_new_tokens, seed=args.seed,
          prompt_batch=args.prompt_batch, settings={k: str(v) for k, v in vars(args).items()}, shard=args.shard,
          shards=args.shards)
-    manifest = json.loads((args.out / ("manifest.json" if args.shards == 1 else f"manifest-{args.shard}.json"))
-                          .read_text())
+    manifest = json.loads((args.out / f"manifest{shard_suffix(args.shard, args.shards)}.json").read_text())
     print(json.dumps({k: manifest.get(k) for k in ("magpie_kept", "train_groups", "heldout_groups", "sequences",
                                                    "tokens", "magpie_s", "answers_s")}), flush=True)
 
