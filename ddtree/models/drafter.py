@@ -206,22 +206,26 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(dim, config.rms_norm_eps)
 
     def keys_values(self, x, cos, sin):
-        """x  # [n, hidden] -> keys, values  # [n, kv_heads, head_dim] (keys normed and rotated)."""
-        keys = self.k_norm(self.k_proj(x).view(len(x), self.kv_heads, self.head_dim))
-        return apply_rope(keys, cos, sin), self.v_proj(x).view(len(x), self.kv_heads, self.head_dim)
+        """x  # [..., n, hidden], cos/sin  # [..., n, head_dim] -> keys, values  # [..., n, kv_heads, head_dim]
+        (keys normed and rotated)."""
+        shape = (*x.shape[:-1], self.kv_heads, self.head_dim)
+        return apply_rope(self.k_norm(self.k_proj(x).view(shape)), cos, sin), self.v_proj(x).view(shape)
 
     def forward(self, x, cos, sin, ctx_keys, ctx_values, visible):
-        """x  # [L, hidden] (normed block); ctx_keys/values  # [c, kv_heads, head_dim];
-        visible  # [L, c + L] bool or None (all visible) -> [L, hidden]."""
-        queries = apply_rope(self.q_norm(self.q_proj(x).view(len(x), self.heads, self.head_dim)), cos, sin)
+        """The block attention, the one reference (inference and training): x  # [..., L, hidden] (normed block),
+        cos/sin  # [..., L, head_dim]; ctx_keys/values  # [..., c, kv_heads, head_dim]; visible  # [..., L, c + L]
+        bool or None (all visible) -> [..., L, hidden]. Leading dims: none for one block, [N] for a batch."""
+        queries = apply_rope(self.q_norm(self.q_proj(x).view(*x.shape[:-1], self.heads, self.head_dim)), cos, sin)
         block_keys, block_values = self.keys_values(x, cos, sin)
-        keys = torch.cat([ctx_keys, block_keys]).transpose(0, 1)  # [kv_heads, c + L, head_dim]
-        values = torch.cat([ctx_values, block_values]).transpose(0, 1)
+        dtype = block_values.dtype  # under autocast: the projections' (the norms may return float32)
+        keys = torch.cat([ctx_keys, block_keys], dim=-3).transpose(-3, -2).to(dtype)  # [..., kv, c + L, d]
+        values = torch.cat([ctx_values, block_values], dim=-3).transpose(-3, -2)
         group = self.heads // self.kv_heads
-        out = F.scaled_dot_product_attention(  # [heads, L, head_dim]
-            queries.transpose(0, 1), keys.repeat_interleave(group, dim=0), values.repeat_interleave(group, dim=0),
-            attn_mask=visible, scale=self.head_dim ** -0.5)
-        return self.o_proj(out.transpose(0, 1).reshape(len(x), self.heads * self.head_dim))
+        out = F.scaled_dot_product_attention(  # [..., heads, L, head_dim]
+            queries.transpose(-3, -2).to(dtype), keys.repeat_interleave(group, dim=-3),
+            values.repeat_interleave(group, dim=-3), attn_mask=None if visible is None else visible.unsqueeze(-3),
+            scale=self.head_dim ** -0.5)
+        return self.o_proj(out.transpose(-3, -2).reshape(*x.shape[:-1], self.heads * self.head_dim))
 
 
 class MLP(nn.Module):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ddtree.models.drafter import DFlashDrafter, apply_rope, rope_cos_sin
+from ddtree.models.drafter import DFlashDrafter, rope_cos_sin
 
 
 def sample_anchors(prompt_lens, lengths, num_anchors: int, generator=None):
@@ -50,24 +50,6 @@ def block_visibility(anchors, context_len: int, block_size: int, windows):
     return [masks[w] for w in windows]
 
 
-def _attention(attn, x, cos, sin, ctx_keys, ctx_values, visible):
-    """Batched Attention.forward: x  # [N, Q, hidden] (normed block); cos/sin  # [N*Q, head_dim];
-    ctx_keys/values  # [N, T, kv_heads, head_dim]; visible  # [N, Q, T + Q] -> [N, Q, hidden]."""
-    n, q, hidden = x.shape
-    flat = x.reshape(n * q, hidden)
-    queries = apply_rope(attn.q_norm(attn.q_proj(flat).view(n * q, attn.heads, attn.head_dim)), cos, sin)
-    block_keys, block_values = attn.keys_values(flat, cos, sin)  # [N*Q, kv_heads, head_dim]
-    keys = torch.cat([ctx_keys, block_keys.view(n, q, attn.kv_heads, attn.head_dim)], dim=1)  # [N, T+Q, kv, d]
-    values = torch.cat([ctx_values, block_values.view(n, q, attn.kv_heads, attn.head_dim)], dim=1)
-    group, dtype = attn.heads // attn.kv_heads, values.dtype  # under autocast: the projections' bf16
-    out = F.scaled_dot_product_attention(  # [N, heads, Q, head_dim]
-        queries.view(n, q, attn.heads, attn.head_dim).transpose(1, 2).to(dtype),
-        keys.transpose(1, 2).repeat_interleave(group, dim=1).to(dtype),
-        values.transpose(1, 2).repeat_interleave(group, dim=1),
-        attn_mask=visible[:, None], scale=attn.head_dim ** -0.5)
-    return attn.o_proj(out.transpose(1, 2).reshape(n, q, attn.heads * attn.head_dim))
-
-
 def training_forward(drafter: DFlashDrafter, embed_table, features, tokens, anchors):
     """-> hidden  # [N, A, B, hidden] after the drafter's final norm (apply the target's lm_head for logits).
 
@@ -77,20 +59,18 @@ def training_forward(drafter: DFlashDrafter, embed_table, features, tokens, anch
     n, t, _ = features.shape
     a, b = anchors.shape[1], config.block_size
     ctx = drafter.hidden_norm(drafter.fc(features))  # [N, T, hidden]
-    ctx_cos, ctx_sin = rope_cos_sin(torch.arange(t, device=features.device).repeat(n), config.head_dim,
-                                    config.rope_theta, ctx.dtype)  # [N*T, head_dim]
+    ctx_cos, ctx_sin = rope_cos_sin(torch.arange(t, device=features.device), config.head_dim, config.rope_theta,
+                                    ctx.dtype)  # [T, head_dim], the same for every sequence
     block = torch.full((n, a, b), config.mask_token_id, dtype=torch.long, device=tokens.device)  # [N, A, B]
     block[:, :, 0] = tokens.gather(1, anchors)
     positions = anchors[:, :, None] + torch.arange(b, device=anchors.device)  # [N, A, B]
     hidden = F.embedding(block, embed_table).reshape(n, a * b, -1).to(ctx.dtype)  # [N, AB, hidden]
     cos, sin = rope_cos_sin(positions.reshape(-1), config.head_dim, config.rope_theta, ctx.dtype)  # [N*AB, d]
+    cos, sin = cos.view(n, a * b, -1), sin.view(n, a * b, -1)  # [N, AB, d]
     masks = block_visibility(anchors, t, b, [config.window(i) for i in range(config.num_hidden_layers)])
-    flat_ctx = ctx.reshape(n * t, -1)
-    for layer, visible in zip(drafter.layers, masks):
-        keys, values = layer.self_attn.keys_values(flat_ctx, ctx_cos, ctx_sin)  # [N*T, kv_heads, head_dim]
-        keys, values = keys.view(n, t, *keys.shape[1:]), values.view(n, t, *values.shape[1:])
-        hidden = hidden + _attention(layer.self_attn, layer.input_layernorm(hidden), cos, sin, keys, values, visible)
-        hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+    for layer, visible in zip(drafter.layers, masks):  # the inference layer, batched over the N sequences
+        keys, values = layer.self_attn.keys_values(ctx, ctx_cos, ctx_sin)  # [N, T, kv_heads, head_dim]
+        hidden = layer(hidden, cos, sin, keys, values, visible)
     return drafter.norm(hidden).view(n, a, b, -1)
 
 
