@@ -360,6 +360,31 @@ class AutoBudget:
                           self.probe_after, self.measure, self.measuring)
 
 
+class Observation(NamedTuple):
+    """What a landed round teaches the choice: AutoBudget.observe's arguments (`choose_next` pending entries)."""
+    expected: tuple  # [K] per candidate budget: expected accepted draft tokens, all requests (NaN above the build)
+    accepted: tuple  # [K] the draft tokens its tree accepted (read for candidates up to `budget`), all requests
+    overhead: float | None  # stage seconds outside the verify (None: not a steady sample)
+    budget: int
+    drafting: float  # stage seconds of the draft and tree stages
+    verify: float | None = None  # seconds of its verify forward for the whole batch (None: not a table sample)
+
+
+def observation(budgets: tuple[int, ...], budget: int, built: int, node_logws: torch.Tensor | None,
+                accepted: torch.Tensor | None, overhead: float | None, drafting: float,
+                verify: float | None = None) -> Observation:
+    """The one rule for what a round at `budget` teaches, on either backend: its requests' trees as built (at
+    `built`, `node_logws  # [B, Q]`) and their accepted rows (`accepted  # [B, Q]`, -1 padded) -> the expected and
+    accepted draft tokens per candidate, summed over the requests. An AR round tells nothing of the drafter."""
+    if budget == AR:
+        return Observation(tuple(0.0 if n == AR else math.nan for n in budgets), (0,) * len(budgets), overhead, AR,
+                           drafting, verify)
+    candidates = torch.tensor(budgets, device=node_logws.device)
+    expected = expected_accepts(node_logws, candidates, built).sum(0)  # [K]
+    within = accepted_within(accepted.to(node_logws.device), candidates).sum(0)  # [K]
+    return Observation(tuple(expected.tolist()), tuple(within.tolist()), overhead, budget, drafting, verify)
+
+
 def accepted_within(accepted: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
     """`accepted  # [B, Q]` accepted rows of each tree in pop order (root first, -1 padded), `budgets  # [K]` ->
     `[B, K]` long: the accepted draft tokens in rows 1..budgets[k], what the tree of that budget accepted (module

@@ -24,9 +24,10 @@ import time
 from typing import NamedTuple
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from ddtree.batch import expected_mask, pack_verify_batch
-from ddtree.budget import AR, AutoBudget, BudgetCosts, Choice, accepted_within, expected_accepts, lookahead
+from ddtree.budget import AR, AutoBudget, BudgetCosts, Choice, lookahead, observation
 from ddtree.models import TargetCache, draft_logits, target_forward
 from ddtree.rounds import RoundOutcome, draft_tree, request_round, timed, walk
 from ddtree.settings import AUTO_CANDIDATES, STAGES, Method, Settings, autoregressive, num_draft_tokens
@@ -163,9 +164,8 @@ class ReferenceBackend:
         q = num_draft_tokens(settings, pair)
         if settings.auto:
             with timed(times, "tree", pair.device):
-                candidates = torch.tensor(auto.costs.budgets)
-                expected = [0.0 if n == AR else math.nan for n in auto.costs.budgets] if chosen == AR else \
-                    sum(expected_accepts(t.node_logws[None], candidates, build)[0] for _, t in drafted.values()).tolist()
+                built = pad_sequence([t.node_logws for _, t in drafted.values()], batch_first=True,
+                                     padding_value=-math.inf)  # [B, build + 1] the trees as built, before the cut
                 drafted = {b: (d, t.first(chosen + 1)) for b, (d, t) in drafted.items()}
             q = chosen + 1
         verified: list[RequestVerified | None] = [None] * batch
@@ -189,12 +189,13 @@ class ReferenceBackend:
                     pair.drafter.extend_context(self.draft_caches[b], features[kept.to(features.device)],
                                                 ctx + tree.depths[kept])
         if settings.auto:  # what each candidate's tree accepted: the accepted nodes in its rows (ddtree.budget)
-            within = sum(accepted_within(torch.tensor([verified[b].result.accepted]), candidates)[0]
-                         for b in running).tolist()
+            accepted = pad_sequence([torch.tensor(verified[b].result.accepted) for b in running], batch_first=True,
+                                    padding_value=-1)  # [B, Q]
             overhead = time.perf_counter() - t0 - measuring - times["verify"] if self.warm else None
-            drafting = times["draft"] + times["tree"]
             verify = times["verify"] if self.warm and len(running) == batch else None  # the table's: whole batch
-            self.auto, self.unobserved = auto, pending + [(expected, within, overhead, chosen, drafting, verify)]
+            self.auto = auto
+            self.unobserved = pending + [observation(auto.costs.budgets, chosen, build, built, accepted, overhead,
+                                                     times["draft"] + times["tree"], verify)]
             if self.given_costs is None:
                 known = self._measured()
                 known.update((n, t) for n, t in zip(auto.costs.budgets, auto.costs.seconds)

@@ -17,12 +17,11 @@ whole model costs more than a whole graphed generation of a short answer.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import NamedTuple
 
 import torch
 
-from ddtree.budget import AR, LAG, AutoBudget, BudgetCosts, Choice, accepted_within, expected_accepts, lookahead
+from ddtree.budget import AR, LAG, AutoBudget, BudgetCosts, Choice, Observation, lookahead, observation
 from ddtree.engine.decoder import NativeDecoder
 from ddtree.engine.device_round import DeviceRound, Flight, measure_verify_costs
 from ddtree.engine.drafter import StaticDrafter
@@ -49,16 +48,6 @@ class InFlight(NamedTuple):
     choice: Choice | None = None  # budget="auto": the budget chosen and why
     warm: bool = False  # budget="auto": the round ran at full speed (its time is a steady overhead sample)
     undo: tuple = (None, ())  # budget="auto": (AutoBudget, the unobserved rounds) before this one started
-
-
-class Observation(NamedTuple):
-    """What a landed budget="auto" round teaches the choice (AutoBudget.observe's arguments), read from its
-    Readback and timers once: a later launch of the same round records over them."""
-    expected: tuple  # [K] per candidate budget: expected accepted draft tokens, all requests (NaN above the build)
-    accepted: tuple  # [K] the draft tokens its tree accepted (read for candidates up to `budget`), all requests
-    overhead: float | None  # stage seconds outside the verify (None: not a steady sample)
-    budget: int
-    drafting: float  # stage seconds of the draft and tree stages
 
 
 class NativeBackend:
@@ -226,15 +215,10 @@ class NativeBackend:
         readback, times = round_.state.land(round_.flight)
         if bool(readback.bad_logits):
             return None
-        budgets, budget = self.auto.costs.budgets, round_.choice.budget
         overhead = sum(times.values()) - times["verify"] if round_.warm else None
-        if budget == AR:  # no tree: nothing told of the drafter
-            return Observation(tuple(0.0 if n == AR else math.nan for n in budgets), (0,) * len(budgets), overhead,
-                               AR, 0.0)
-        candidates, on = torch.tensor(budgets), torch.tensor(round_.active)  # on: [B] the requests it committed
-        expected = expected_accepts(readback.node_logws[on], candidates, round_.state.build).sum(0)  # [K]
-        within = accepted_within(readback.accepted[on], candidates).sum(0)  # [K]
-        return Observation(tuple(expected.tolist()), tuple(within.tolist()), overhead, budget,
+        on = torch.tensor(round_.active)  # [B] the requests it committed
+        trees = (None, None) if readback.node_logws is None else (readback.node_logws[on], readback.accepted[on])
+        return observation(self.auto.costs.budgets, round_.choice.budget, round_.state.build, *trees, overhead,
                            times["draft"] + times["tree"])
 
     def _auto_round(self, rounds: AutoRounds, budget: int, decoder=None, drafter=None, bonus=None,
