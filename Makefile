@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lab sysdeps sglang drafter-v1 drafter-v2 drafter-v3 drafter-v4 constraints clean
+.PHONY: test demo bench lab notebooks sysdeps sglang drafter-v1 drafter-v2 drafter-v3 drafter-v4 constraints clean
 
 $(STAMP): pyproject.toml Makefile constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -54,6 +54,11 @@ drafter-v1 drafter-v2 drafter-v3 drafter-v4: $(STAMP)
 
 lab: $(STAMP)
 	$(PY) -m jupyterlab --ServerApp.root_dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# Run every notebook in JupyterLab in headless Chromium and write it back with its outputs (each view beside a PNG
+# of it, as GitHub shows it) and the README's thumbnails (docs/img/notebooks/).
+notebooks: $(STAMP) $(VENV)/.sglang sysdeps
+	cd bench && ../$(PY) render_notebooks.py
 
 # constraints.txt from what .venv holds now (after a green `make test CONSTRAINTS=`, to move to newer releases)
 constraints: $(VENV)/.sglang

@@ -3,27 +3,21 @@ Explorer's target screen): Step, the tree and the mask all on screen at once, th
 tree and mask changing after Step, a hovered tree node lighting up its mask row and log-weight point, the stage strip
 (walk, draft), side by side with labelled trees; then a small notebook with a corrupted batch: the mask diff's two
 colours. Screenshots go to test-artifacts/ (git-ignored): explorer_*.png, mask_diff.png."""
-import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+from bench_scripts import load_bench
+
+headless_lab = load_bench("headless_lab")
+CHROMIUM, CHROMIUM_ARGS, lab_server = headless_lab.CHROMIUM, headless_lab.CHROMIUM_ARGS, headless_lab.lab_server
+open_and_run, wait_idle = headless_lab.open_and_run, headless_lab.wait_idle
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "01_explore_trees.ipynb"
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-TOKEN = "ddtree-browser-test"
 VIEWPORT = {"width": 1600, "height": 1000}
 HOVER_RGB = "rgb(106, 61, 154)"  # ddtree.widgets.nodes.HOVER_COLOR
 DIFF_NOTEBOOK = "mask_diff.ipynb"
@@ -42,12 +36,6 @@ def drafter_shipped() -> bool:
     return (DEFAULT_DRAFTER_DIR / "config.json").is_file()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def lab(tmp_path):
     """A JupyterLab server on 127.0.0.1 serving a temp root holding a copy of the notebook; killed at the end."""
@@ -61,59 +49,8 @@ def lab(tmp_path):
     diff = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(DIFF_CELL)])
     diff.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(diff, root / DIFF_NOTEBOOK)
-    notification = tmp_path / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notification.parent.mkdir(parents=True)
-    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))  # no news pop-up
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-               JUPYTER_DATA_DIR=str(tmp_path / "data"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
-    port = free_port()
-    log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-         "--allow-root", "--ServerApp.terminals_enabled=False", "--LabApp.extension_manager=readonly",
-         "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2) as r:
-                    json.load(r)
-                break
-            except OSError:
-                if time.time() > deadline or server.poll() is not None:
-                    raise RuntimeError(f"JupyterLab did not start: {(tmp_path / 'lab.log').read_text()[-2000:]}")
-                time.sleep(0.5)
+    with lab_server(root, tmp_path) as base:
         yield base
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)  # the server and the kernels it started (its own session)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
-
-
-def open_and_run(page, lab, name: str) -> None:
-    """Open notebook `name` with the left sidebar collapsed and run all its cells."""
-    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}")
-    page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
-    page.wait_for_function("(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-                           " return w && w.context && w.context.path.endsWith(name) && w.sessionContext"
-                           " && w.sessionContext.session && w.sessionContext.session.kernel; }", arg=name,
-                           timeout=60_000)
-    page.evaluate("() => { const s = window.jupyterapp.shell; if (!s.leftCollapsed) s.collapseLeft(); }")
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-
-
-def wait_idle(page) -> None:
-    page.wait_for_function("() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
-                           ".every(e => !e.textContent.includes('*'))", timeout=300_000)
 
 
 def on_screen(locator) -> bool:
