@@ -1,9 +1,17 @@
-"""KV-cache compaction after verify: keep the accepted tree entries, contiguous after the committed prefix."""
+"""The KV-cache operations: the static cache's row write (the one reference every path and kernel mirrors) and the
+compaction after verify (keep the accepted tree entries, contiguous after the committed prefix)."""
 from __future__ import annotations
 
 import torch
 
 from ddtree._checks import check_int
+
+
+def write_kv(cache: torch.Tensor, at: torch.Tensor, x: torch.Tensor) -> None:
+    """cache  # [b, H, max_len, D]; cache[i, :, at[i, j]] = x[i, j] for x  # [b, R, H, D], at  # [b, R] long.
+    Hot path: trusts its inputs (CUDA-graph capturable, no host synchronisation)."""
+    rows = torch.arange(x.shape[0], device=x.device)[:, None].expand(-1, x.shape[1])  # [b, R]
+    cache.permute(0, 2, 1, 3)[rows, at] = x
 
 
 def compact_kv(tensor: torch.Tensor, past_len: int, keep_indices, seq_dim: int = -2) -> torch.Tensor:

@@ -61,6 +61,7 @@ def norm_rope_cache(qkv, q_weight, k_weight, eps: float, cos, sin, positions, k_
 
 def norm_rope_cache_ref(qkv, q_weight, k_weight, eps: float, cos, sin, positions, k_cache, v_cache,
                         rows_per_slot: int, cache_positions=None) -> torch.Tensor:
+    from ddtree.kv import write_kv
     from ddtree.models.drafter import apply_rope
     n = qkv.shape[0]
     _, kv_heads, _, dim = k_cache.shape
@@ -71,10 +72,9 @@ def norm_rope_cache_ref(qkv, q_weight, k_weight, eps: float, cos, sin, positions
     if k_weight is not None:
         q, k = rms_norm_ref(q, q_weight, eps), rms_norm_ref(k, k_weight, eps)
     q, k = apply_rope(q, c, s), apply_rope(k, c, s)
-    slot = torch.arange(n, device=qkv.device) // rows_per_slot
-    at = positions if cache_positions is None else cache_positions
-    k_cache.permute(0, 2, 1, 3)[slot, at] = k
-    v_cache.permute(0, 2, 1, 3)[slot, at] = x[:, heads + kv_heads:]
+    at = (positions if cache_positions is None else cache_positions).view(-1, rows_per_slot)  # [slots, rows]
+    write_kv(k_cache, at, k.view(len(at), rows_per_slot, kv_heads, dim))
+    write_kv(v_cache, at, x[:, heads + kv_heads:].view(len(at), rows_per_slot, kv_heads, dim))
     return q
 
 

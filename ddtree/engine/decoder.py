@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from ddtree._checks import check_int
+from ddtree.kv import write_kv
 from ddtree.models.drafter import apply_rope
 
 ATTENTION = ("auto", "triton", "torch", "custom_mask")
@@ -279,9 +280,8 @@ class NativeDecoder:
         if hasattr(attn, "q_norm"):  # Qwen3
             q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        batch_idx = torch.arange(b, device=self.device)[:, None].expand(-1, rows)
-        k_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = k  # k_cache[b, :, write_at[b, i], :] = k[b, i]
-        v_cache.permute(0, 2, 1, 3)[batch_idx, write_at] = v
+        write_kv(k_cache, write_at, k)
+        write_kv(v_cache, write_at, v)
         out = self.attend(q, k_cache, v_cache, seq_lens, visible)  # [b, Q, Hq, D]
         return attn.o_proj(out.reshape(b, rows, self.heads * self.head_dim))
 

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ddtree.engine.decoder import decode_layer, fused_layer, rms_norm
+from ddtree.kv import write_kv
 from ddtree.models.drafter import apply_rope, rope_cos_sin
 
 
@@ -80,8 +81,8 @@ class StaticDrafter:
         cos, sin = self.cos[positions.flatten()], self.sin[positions.flatten()]  # [b*R, D]
         for layer, k_cache, v_cache in zip(self.drafter.layers, self.k, self.v):
             keys, values = self._keys_values(layer.self_attn, ctx, cos, sin)  # [b*R, Hkv, D]
-            _write(k_cache[slots], positions, keys.view(b, rows, self.kv_heads, self.head_dim))
-            _write(v_cache[slots], positions, values.view(b, rows, self.kv_heads, self.head_dim))
+            write_kv(k_cache[slots], positions, keys.view(b, rows, self.kv_heads, self.head_dim))
+            write_kv(v_cache[slots], positions, values.view(b, rows, self.kv_heads, self.head_dim))
 
     @torch.no_grad()
     def logits(self, bonus, lens):
@@ -101,8 +102,8 @@ class StaticDrafter:
             x = rms_norm(layer.input_layernorm, hidden).flatten(0, 1)  # [B*L, H]
             q = apply_rope(rms_norm(attn.q_norm, attn.q_proj(x).view(-1, self.heads, self.head_dim)), cos, sin)
             keys, values = self._keys_values(attn, x, cos, sin)
-            _write(k_cache, positions, keys.view(batch, size, self.kv_heads, self.head_dim))
-            _write(v_cache, positions, values.view(batch, size, self.kv_heads, self.head_dim))
+            write_kv(k_cache, positions, keys.view(batch, size, self.kv_heads, self.head_dim))
+            write_kv(v_cache, positions, values.view(batch, size, self.kv_heads, self.head_dim))
             out = self._attend(q.view(batch, size, self.heads, self.head_dim), k_cache, v_cache, lens, window)
             hidden = hidden + attn.o_proj(out.reshape(batch, size, self.heads * self.head_dim))
             hidden = hidden + layer.mlp(rms_norm(layer.post_attention_layernorm, hidden))
@@ -175,8 +176,3 @@ class StaticDrafter:
         twin.k, twin.v = [k.clone() for k in self.k], [v.clone() for v in self.v]
         return twin
 
-
-def _write(cache, positions, x):
-    """cache  # [b, Hkv, max_len, D]; cache[i, :, positions[i, j]] = x[i, j] for x  # [b, R, Hkv, D]."""
-    batch_idx = torch.arange(x.shape[0], device=x.device)[:, None].expand(-1, x.shape[1])
-    cache.permute(0, 2, 1, 3)[batch_idx, positions] = x
