@@ -84,9 +84,11 @@ def request_round(pair, settings: Settings, ctx: int, tree: DraftTree, dlogits, 
         lp, tok = ranked_top_k(torch.log_softmax(dlogits.float(), -1), k)  # ties by lower id, as build_tree ranks
         draft_tokens, draft_logprobs = tok.tolist(), lp.clamp_min(-1e30).tolist()
     sampled = settings.sampled
-    probs = sampling_probs(logits, settings.temperature, settings.top_p) if sampled else torch.softmax(
-        logits.double(), -1)
-    top_p_, top_t = probs.topk(k, dim=-1)
+    if sampled:  # the walk's own target distribution (tempered, top-p)
+        top_p_, top_t = sampling_probs(logits, settings.temperature, settings.top_p).topk(k, dim=-1)
+    else:  # softmax's top-K without the whole softmax: the top-K logits over their logsumexp
+        top_l, top_t = logits.topk(k, dim=-1)
+        top_p_ = (top_l.float() - torch.logsumexp(logits.float(), -1, keepdim=True)).exp()
     if sampled:
         choice = [-1] * tree.n_nodes
         for node, tok in zip(result.accepted, result.committed):
@@ -101,7 +103,7 @@ def request_round(pair, settings: Settings, ctx: int, tree: DraftTree, dlogits, 
         target_top_tokens=top_t.tolist(), target_top_probs=top_p_.float().tolist(), target_choice=choice,
         accepted=result.accepted, accepted_tokens=result.accepted_tokens, bonus_token=result.bonus_token,
         committed_text=pair.decode(result.committed),
-        token_texts={t: pair.decode([t]) for t in ids if t >= 0})
+        token_texts=pair.token_texts(sorted(t for t in ids if t >= 0)))
 
 
 def first_tokens(settings: Settings, last_logits: torch.Tensor, last_prompt_tokens: list[int],

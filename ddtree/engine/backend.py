@@ -263,12 +263,13 @@ class NativeBackend:
                           mask_indptr=None if layout is None else layout.mask_indptr, applied=applied)
 
     def _request(self, state: DeviceRound, settings, b: int, ctx: int, tree, committed: list[int], top_k: int):
-        """Request b's RequestRound, from host copies of the round's device tensors."""
+        """Request b's RequestRound: the top-K of the draft and target logits taken on the device, what the record
+        keeps copied to the host."""
         accepted = state.walked.accepted[b, :len(committed)].tolist()
         result = VerifyResult(accepted=accepted, accepted_tokens=committed[:-1], bonus_token=committed[-1])
         dlogits = None if settings.method == Method.AR else state.dlogits[b]
         return request_round(self.pair, settings, ctx, tree, dlogits, state.packed.ids[b].cpu(),
-                             state.packed.positions[b].cpu(), state.verified.logits[b, :tree.n_nodes].cpu(), result,
+                             state.packed.positions[b].cpu(), state.verified.logits[b, :tree.n_nodes], result,
                              top_k)
 
     def fork(self) -> NativeBackend:

@@ -33,6 +33,7 @@ class ModelPair:
     dtype: torch.dtype
     verify_seconds: dict = field(default_factory=dict, repr=False, compare=False)  # (backend, batch, threads) ->
     # {budget: fastest verify forward seen, s}: what this pair's budget="auto" sessions measured in this process
+    texts: dict = field(default_factory=dict, repr=False, compare=False)  # token id -> its text (token_texts)
 
     def _need_drafter(self) -> DFlashDrafter:
         if self.drafter is None:
@@ -108,6 +109,15 @@ class ModelPair:
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         return self.tokenizer.decode(long_vector("ids", ids).tolist(), skip_special_tokens=skip_special_tokens)
+
+    def token_texts(self, ids) -> dict[int, str]:
+        """{id: the text of that one token} for token ids (ints): each decoded once per pair, since every round's
+        record asks for a few hundred of the same few thousand."""
+        texts = self.texts
+        for t in ids:
+            if t not in texts:
+                texts[t] = self.tokenizer.decode([t])
+        return {t: texts[t] for t in ids}
 
 
 def target_vocab_size(target) -> int:
