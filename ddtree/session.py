@@ -157,7 +157,9 @@ class Session:
         overlap = "on" if self.overlap else "off: " + (
             "on CUDA only" if not cuda else "records read each round (record=False overlaps)" if self.record else
             "attention='custom_mask' packs its mask on the host" if attention == "custom_mask" else "overlap=False")
-        return f"native engine, attention {attention}, CUDA graphs {graphs}, overlap {overlap}"
+        records = "; each round's record is built on the host (record=False runs at the benchmark's speed)" \
+            if cuda and self.record else ""
+        return f"native engine, attention {attention}, CUDA graphs {graphs}, overlap {overlap}{records}"
 
     def __repr__(self) -> str:
         s = self.settings
