@@ -294,15 +294,34 @@ def visibility(tree: DraftTree) -> torch.Tensor:
     """`vis  # [n, n]` bool: vis[i, j] is True when node j is an ancestor of node i or i itself."""
     n = check_tree(tree).n_nodes
     check_cells(n * n, f"visibility of a {n}-node tree")
-    vis = torch.zeros(n, n, dtype=torch.bool)
-    rows = torch.arange(n)
-    cur = rows.clone()
-    parents = tree.parents
-    for _ in range(tree.max_depth + 1):  # walk every node up one level at a time
-        live = cur >= 0
-        vis[rows[live], cur[live]] = True
-        cur = torch.where(live, parents[cur.clamp_min(0)], cur)
-    return vis
+    return bits_visible(ancestor_bits(tree.parents[None]), n)[0]
+
+
+def ancestor_bits(parents: torch.Tensor) -> torch.Tensor:
+    """The ancestor relation, the one reference (the host's trees and the device's kernels read it): `parents  # [B, Q]`
+    (-1 for roots and padding rows, unchecked) -> `bits  # [B, Q, ceil(Q / 32)] int32`, bit j of row i set when node
+    j is an ancestor of i or i itself. Pointer jumping, ceil(log2 Q) gather/or steps, no host synchronisation
+    (CUDA-graph capturable); ddtree.kernels.tree_attention.ancestor_bitmask checks its input first."""
+    batch, rows = parents.shape
+    idx = torch.arange(rows, device=parents.device)
+    words = (rows + 31) // 32
+    one = torch.ones((), dtype=torch.int32, device=parents.device)
+    bits = torch.zeros(batch, rows, words, dtype=torch.int32, device=parents.device)
+    bits[:, idx, idx // 32] = torch.bitwise_left_shift(one, (idx % 32).to(torch.int32))  # self bits
+    jump = parents.long()  # ancestor 2^k steps up, -1 past the root
+    for _ in range(max(rows - 1, 1).bit_length()):
+        has = jump >= 0
+        src = jump.clamp_min(0)
+        up = bits.gather(1, src[..., None].expand(-1, -1, words))
+        bits = bits | torch.where(has[..., None], up, 0)
+        jump = torch.where(has, jump.gather(1, src), -1)
+    return bits
+
+
+def bits_visible(bits: torch.Tensor, rows: int) -> torch.Tensor:
+    """`visible  # [B, Q, Q]` bool unpacked from `bits  # [B, Q, ceil(Q / 32)]` (ancestor_bits)."""
+    col = torch.arange(rows, device=bits.device)
+    return (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1
 
 
 def tree_attention_mask(tree: DraftTree, prefix_len: int, rows: int | None = None) -> torch.Tensor:

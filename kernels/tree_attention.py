@@ -43,6 +43,7 @@ import triton.language as tl
 from ddtree.kernels._checks import check_dim, check_same_device, check_tensor
 from ddtree.kernels.launch import launch_options, wait_for_inputs
 from ddtree.kernels.matmul import exact_dot
+from ddtree.tree import ancestor_bits
 
 BLOCK_N = 64  # keys per inner step (bit-exact mode: also the size of the position-anchored key blocks)
 EXACT_BLOCK_M = 64  # (row, q head) pairs per program in bit-exact mode: one value for every shape
@@ -66,30 +67,6 @@ def check_parents(parents: torch.Tensor) -> torch.Tensor:
     if ((parents < -1) | (parents >= idx)).any():
         raise ValueError("parents[b, i] must be -1 or a node index < i (parents precede children)")
     return parents
-
-
-def ancestor_bits(parents: torch.Tensor) -> torch.Tensor:
-    """ancestor_bitmask without the input check: no host synchronisation at all (CUDA-graph capturable)."""
-    batch, rows = parents.shape
-    idx = torch.arange(rows, device=parents.device)
-    words = (rows + 31) // 32
-    one = torch.ones((), dtype=torch.int32, device=parents.device)
-    bits = torch.zeros(batch, rows, words, dtype=torch.int32, device=parents.device)
-    bits[:, idx, idx // 32] = torch.bitwise_left_shift(one, (idx % 32).to(torch.int32))  # self bits
-    jump = parents.long()  # ancestor 2^k steps up, -1 past the root
-    for _ in range(max(rows - 1, 1).bit_length()):
-        has = jump >= 0
-        src = jump.clamp_min(0)
-        up = bits.gather(1, src[..., None].expand(-1, -1, words))
-        bits = bits | torch.where(has[..., None], up, 0)
-        jump = torch.where(has, jump.gather(1, src), -1)
-    return bits
-
-
-def bits_visible(bits: torch.Tensor, rows: int) -> torch.Tensor:
-    """`visible  # [B, Q, Q]` bool unpacked from `bits  # [B, Q, ceil(Q / 32)]` (ancestor_bits)."""
-    col = torch.arange(rows, device=bits.device)
-    return (bits[..., col // 32] >> (col % 32).to(torch.int32)) & 1 == 1
 
 
 def flat_mask_visible(seq_lens, q_lens, custom_mask, mask_indptr, rows: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """A round's tree structure in one Triton launch: ancestor bitmask and retrieve encoding of padded trees.
 
 From `parents  # [B, Q]` (-1 for roots and padding rows; parents precede children) it writes what the verify
-forward and the walk read: `bits  # [B, Q, ceil(Q / 32)] int32` (ddtree.kernels.tree_attention.ancestor_bits: bit
+forward and the walk read: `bits  # [B, Q, ceil(Q / 32)] int32` (ddtree.tree.ancestor_bits: bit
 j of row i when node j is an ancestor-or-self of node i) and `next_token, next_sibling  # [B, Q] long`
 (ddtree.kernels.tree_verify.retrieve_from_parents: first child, next sibling in node order, -1 for none). Those two
 torch functions are the references; this kernel replaces their ~50 small launches in the device round.

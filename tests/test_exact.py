@@ -9,10 +9,11 @@ import torch
 import ddtree.kernels.matmul as matmul
 from ddtree import Session
 from ddtree.engine import NativeDecoder
-from ddtree.kernels.tree_attention import (ancestor_bits, bits_visible, tree_attention, tree_attention_exact,
-                                           tree_attention_ref, visible_columns, visible_from_parents)
+from ddtree.kernels.tree_attention import (tree_attention, tree_attention_exact, tree_attention_ref, visible_columns,
+                                           visible_from_parents)
 from ddtree.lossless import TIE_ULPS, Divergence, check_lossless, committed_logits, ulps
 from ddtree.models import load_pair, tiny_random_pair
+from ddtree.tree import ancestor_bits, bits_visible
 
 DTYPES = [torch.float32, torch.bfloat16]
 PROMPTS = ["first prompt", "a second, longer prompt here"]

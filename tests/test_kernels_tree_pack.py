@@ -3,9 +3,10 @@ import pytest
 import torch
 
 import ddtree
-from ddtree.kernels.tree_attention import ancestor_bits, padded_parents
+from ddtree.kernels.tree_attention import padded_parents
 from ddtree.kernels.tree_pack import tree_structure
 from ddtree.kernels.tree_verify import retrieve_from_parents
+from ddtree.tree import ancestor_bits
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from ddtree._checks import check_int
 from ddtree.kv import write_kv
 from ddtree.models.drafter import apply_rope
+from ddtree.tree import ancestor_bits, bits_visible
 
 ATTENTION = ("auto", "triton", "torch", "custom_mask")
 PROBE_WIDTH = 64  # key columns recovered per probe forward (the probe's head dimension)
@@ -159,7 +160,7 @@ class NativeDecoder:
         bit-exact mode an ExactVisible (`chain`: the caller knows parents[i] = i - 1, no table needed)."""
         if callable(self.attention):
             return parents
-        from ddtree.kernels.tree_attention import ancestor_bits, bits_visible, visible_columns
+        from ddtree.kernels.tree_attention import visible_columns
         if self.exact:
             return ExactVisible() if chain else ExactVisible(*visible_columns(bits_visible(ancestor_bits(parents),
                                                                                            parents.shape[1])))
