@@ -54,7 +54,7 @@ def with_images(page, nb) -> tuple[object, bytes | None]:
     cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell")
     if cells.count() != len(nb.cells):
         raise RuntimeError(f"the page shows {cells.count()} cells, the saved notebook has {len(nb.cells)}")
-    best = None
+    best = (0, None)  # (height, PNG) of the tallest screenshot
     for i, cell in enumerate(nb.cells):
         outputs = cells.nth(i).locator(".jp-OutputArea-child")
         if cell.cell_type != "code" or not any(map(drawn, cell.outputs)):
@@ -69,9 +69,8 @@ def with_images(page, nb) -> tuple[object, bytes | None]:
                 page.wait_for_timeout(500)  # plotly redraws on scroll into view
                 png = small_png(view.screenshot())
                 output.data["image/png"] = base64.b64encode(png).decode()
-                if best is None or Image.open(io.BytesIO(png)).height > Image.open(io.BytesIO(best)).height:
-                    best = png
-    return nb, best
+                best = max(best, (Image.open(io.BytesIO(png)).height, png), key=lambda b: b[0])
+    return nb, best[1]
 
 
 def main() -> None:

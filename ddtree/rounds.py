@@ -83,17 +83,14 @@ def request_round(pair, settings: Settings, ctx: int, tree: DraftTree, dlogits, 
     else:
         lp, tok = ranked_top_k(torch.log_softmax(dlogits.float(), -1), k)  # ties by lower id, as build_tree ranks
         draft_tokens, draft_logprobs = tok.tolist(), lp.clamp_min(-1e30).tolist()
-    sampled = settings.sampled
-    if sampled:  # the walk's own target distribution (tempered, top-p)
+    if settings.sampled:  # the walk's own target distribution (tempered, top-p); its choices on the accepted path
         top_p_, top_t = sampling_probs(logits, settings.temperature, settings.top_p).topk(k, dim=-1)
-    else:  # softmax's top-K without the whole softmax: the top-K logits over their logsumexp
-        top_l, top_t = logits.topk(k, dim=-1)
-        top_p_ = (top_l.float() - torch.logsumexp(logits.float(), -1, keepdim=True)).exp()
-    if sampled:
         choice = [-1] * tree.n_nodes
         for node, tok in zip(result.accepted, result.committed):
             choice[node] = tok
-    else:
+    else:  # softmax's top-K without the whole softmax: the top-K logits over their logsumexp
+        top_l, top_t = logits.topk(k, dim=-1)
+        top_p_ = (top_l.float() - torch.logsumexp(logits.float(), -1, keepdim=True)).exp()
         choice = logits.argmax(-1).tolist()
     ids = set(tree.tokens.tolist()) | set(top_t.flatten().tolist()) | set(result.committed)
     ids |= {t for row in draft_tokens for t in row}
